@@ -1,0 +1,1 @@
+"""Structured outputs for LLM agents: the code the workshop notebooks build, importable."""

