@@ -1,0 +1,201 @@
+"""The campus assistant's final-answer contract, parsed and checked in plain Python."""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any, Literal, get_args
+
+Status = Literal["answered", "not_found", "needs_clarification"]
+Category = Literal["campus_event", "campus_hours", "campus_resource", "comparison", "refusal"]
+
+STATUSES: tuple[str, ...] = get_args(Status)
+CATEGORIES: tuple[str, ...] = get_args(Category)
+KEYS: tuple[str, ...] = ("status", "answer", "category", "items", "missing", "sources")
+ENUMS: dict[str, tuple[str, ...]] = {"status": STATUSES, "category": CATEGORIES}
+LIST_KEYS: tuple[str, ...] = ("items", "missing", "sources")
+
+# Bounds make guided decoding terminate: without them a tiny model can keep
+# writing one string, one list or one object until max_tokens.
+ANSWER_MAX_LENGTH = 400
+SHORT_TEXT_MAX_LENGTH = 120
+MAX_LIST_ENTRIES = 10
+
+FALLBACK_ANSWER = (
+    "Sorry, I could not produce a reliable answer to this question, "
+    "so I am not giving one. Please try again or rephrase it."
+)
+
+_SHORT_TEXT_SCHEMA = {"type": "string", "maxLength": SHORT_TEXT_MAX_LENGTH}
+
+ANSWER_JSON_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "status": {"type": "string", "enum": list(STATUSES)},
+        "answer": {"type": "string", "maxLength": ANSWER_MAX_LENGTH},
+        "category": {"type": "string", "enum": list(CATEGORIES)},
+        "items": {
+            "type": "array",
+            "maxItems": MAX_LIST_ENTRIES,
+            "items": {"type": "object", "additionalProperties": _SHORT_TEXT_SCHEMA},
+        },
+        "missing": {"type": "array", "maxItems": MAX_LIST_ENTRIES, "items": _SHORT_TEXT_SCHEMA},
+        "sources": {"type": "array", "maxItems": MAX_LIST_ENTRIES, "items": _SHORT_TEXT_SCHEMA},
+    },
+    "required": list(KEYS),
+    "additionalProperties": False,
+}
+
+_TYPE_NAMES = {
+    dict: "an object",
+    list: "a list",
+    str: "a string",
+    int: "a number",
+    float: "a number",
+    bool: "a boolean",
+    type(None): "null",
+}
+
+_FENCE = re.compile(r"```[\w-]*\s*(.*?)```", re.DOTALL)
+
+
+def type_name(value: Any) -> str:
+    """Name a parsed value's JSON type, the words a reader (or a model) knows."""
+    return _TYPE_NAMES.get(type(value), type(value).__name__)
+
+
+def wrong_type(path: str, expected: str, value: Any) -> str:
+    """A type problem, e.g. items[1]: expected an object, got a string (no path at the top level)."""
+    where = f"{path}: " if path else ""
+    return f"{where}expected {expected}, got {type_name(value)}"
+
+
+def wrong_value(path: str, allowed: tuple[str, ...], value: Any) -> str:
+    """A value outside an enum, e.g. status: expected one of answered, ...; got 'done'."""
+    return f"{path}: expected one of {', '.join(allowed)}; got {value!r}"
+
+
+def too_long(path: str, limit: int, size: int, unit: str) -> str:
+    """A bound exceeded, e.g. answer: expected at most 400 characters, got 523."""
+    return f"{path}: expected at most {limit} {unit}, got {size}"
+
+
+def naive_parse_json_object(text: str) -> dict:
+    """First '{' to last '}', then json.loads: short, and wrong on many real replies."""
+    return json.loads(text[text.find("{") : text.rfind("}") + 1])
+
+
+def _whole_values(blocks: list[str]) -> list[Any]:
+    values = []
+    for block in blocks:
+        try:
+            values.append(json.loads(block))
+        except json.JSONDecodeError:
+            continue
+    return values
+
+
+def _closing_bracket(text: str, start: int) -> int | None:
+    # Strings respected, so a '}' inside "..." does not count.
+    depth, in_string, escaped = 0, False, False
+    for i, char in enumerate(text[start:], start):
+        if escaped:
+            escaped = False
+        elif in_string and char == "\\":
+            escaped = True
+        elif char == '"':
+            in_string = not in_string
+        elif not in_string and char in "{[":
+            depth += 1
+        elif not in_string and char in "}]":
+            depth -= 1
+            if depth == 0:
+                return i + 1
+    return None
+
+
+def _first_object(text: str) -> dict:
+    decoder = json.JSONDecoder()
+    first_failure = ""
+    tried_up_to = 0
+    for start in (i for i, char in enumerate(text) if char == "{"):
+        # A '{' inside a span that already failed (an item of a broken answer)
+        # is not where the answer starts; an unclosed '{' in prose spans nothing.
+        if start < tried_up_to:
+            continue
+        try:
+            return decoder.raw_decode(text, start)[0]
+        except json.JSONDecodeError as error:
+            first_failure = first_failure or f" (the '{{' at char {start} fails: {error})"
+            tried_up_to = _closing_bracket(text, start) or error.pos
+    raise ValueError(f"no JSON object found in the reply{first_failure}")
+
+
+def parse_json_object(text: str) -> dict:
+    """Return the first JSON object in a model reply; raise ValueError saying why when there is none."""
+    if not text.strip():
+        raise ValueError("reply is empty")
+    # The whole reply and each fenced block decide first: a list of objects is
+    # reported as a list, not mined for an object, and a broken first block
+    # does not hide a good second one.
+    values = _whole_values([text, *_FENCE.findall(text)])
+    for value in values:
+        if isinstance(value, dict):
+            return value
+    if values:
+        raise ValueError(f"found JSON but it is {type_name(values[0])}, not an object")
+    return _first_object(text)
+
+
+def _text_problems(path: str, value: Any, limit: int) -> list[str]:
+    if not isinstance(value, str):
+        return [wrong_type(path, "a string", value)]
+    if len(value) > limit:
+        return [too_long(path, limit, len(value), "characters")]
+    return []
+
+
+def _item_problems(path: str, value: Any) -> list[str]:
+    if not isinstance(value, dict):
+        return [wrong_type(path, "an object", value)]
+    return [p for key, field in value.items() for p in _text_problems(f"{path}.{key}", field, SHORT_TEXT_MAX_LENGTH)]
+
+
+def _list_problems(key: str, value: Any) -> list[str]:
+    if not isinstance(value, list):
+        return [wrong_type(key, "a list", value)]
+    # Past the bound the entries are not worth checking one by one.
+    if len(value) > MAX_LIST_ENTRIES:
+        return [too_long(key, MAX_LIST_ENTRIES, len(value), "entries")]
+    if key == "items":
+        return [p for i, entry in enumerate(value) for p in _item_problems(f"{key}[{i}]", entry)]
+    return [p for i, entry in enumerate(value) for p in _text_problems(f"{key}[{i}]", entry, SHORT_TEXT_MAX_LENGTH)]
+
+
+def validate_answer(data: Any) -> list[str]:
+    """Every way `data` breaks the contract, one message each; [] when it is valid."""
+    if not isinstance(data, dict):
+        return [wrong_type("", "a JSON object", data)]
+    problems = [f"missing key: {key}" for key in KEYS if key not in data]
+    problems += [f"unexpected key: {key}" for key in data if key not in KEYS]
+    for key, allowed in ENUMS.items():
+        if key in data and data[key] not in allowed:
+            problems.append(wrong_value(key, allowed, data[key]))
+    if "answer" in data:
+        problems += _text_problems("answer", data["answer"], ANSWER_MAX_LENGTH)
+    for key in LIST_KEYS:
+        if key in data:
+            problems += _list_problems(key, data[key])
+    return problems
+
+
+def format_error(missing: str = "valid_json", answer: str | None = None) -> dict:
+    """The deterministic fallback: an honest non-answer that is itself valid under the contract."""
+    return {
+        "status": "not_found",
+        "answer": FALLBACK_ANSWER if answer is None else answer,
+        "category": "refusal",
+        "items": [],
+        "missing": [missing],
+        "sources": [],
+    }

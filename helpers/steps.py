@@ -1,0 +1,267 @@
+"""The contract as Pydantic models, and the Holo3 agent step: one JSON object per step, a tool call inside."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Annotated, Any, Literal, Union
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from helpers.contract import (
+    ANSWER_MAX_LENGTH,
+    ENUMS,
+    MAX_LIST_ENTRIES,
+    SHORT_TEXT_MAX_LENGTH,
+    Category,
+    Status,
+    too_long,
+    wrong_type,
+    wrong_value,
+)
+
+DATA_DIR = Path(__file__).resolve().parent.parent / "data"
+
+ELEMENT_MAX_LENGTH = 80
+WRITE_MAX_LENGTH = 400
+THOUGHT_MAX_LENGTH = 500
+NOTE_MAX_LENGTH = 300
+COORDINATE_MAX = 1000
+
+# strict: "932" is not 932 and "true" is not True, exactly as in JSON Schema.
+# extra="forbid": additionalProperties false, which a guided tiny model needs to stop.
+_CLOSED = ConfigDict(extra="forbid", strict=True)
+
+ShortText = Annotated[str, Field(max_length=SHORT_TEXT_MAX_LENGTH)]
+
+
+class Answer(BaseModel):
+    """The campus assistant's final answer."""
+
+    model_config = _CLOSED
+
+    status: Status
+    answer: str = Field(max_length=ANSWER_MAX_LENGTH)
+    category: Category
+    items: list[dict[str, ShortText]] = Field(max_length=MAX_LIST_ENTRIES)
+    missing: list[ShortText] = Field(max_length=MAX_LIST_ENTRIES)
+    sources: list[ShortText] = Field(max_length=MAX_LIST_ENTRIES)
+
+
+class ClickArgs(BaseModel):
+    """Click an element of the screen at (x, y), on a 0-1000 grid over the screenshot, origin top-left."""
+
+    model_config = _CLOSED
+
+    tool_name: Literal["click"] = Field(description="The tool: click.")
+    element: str = Field(max_length=ELEMENT_MAX_LENGTH, description="The element clicked, as named on screen.")
+    x: int = Field(ge=0, le=COORDINATE_MAX, description="Horizontal position: 0 is the left edge, 1000 the right edge.")
+    y: int = Field(ge=0, le=COORDINATE_MAX, description="Vertical position: 0 is the top edge, 1000 the bottom edge.")
+
+
+class WriteArgs(BaseModel):
+    """Type text into the element that has the focus."""
+
+    model_config = _CLOSED
+
+    tool_name: Literal["write"] = Field(description="The tool: write.")
+    content: str = Field(max_length=WRITE_MAX_LENGTH, description="The text to type.")
+    press_enter: bool = Field(default=False, description="Press Enter after typing, for example to submit a search.")
+
+
+class ScrollArgs(BaseModel):
+    """Scroll the page one screen up or down."""
+
+    model_config = _CLOSED
+
+    tool_name: Literal["scroll"] = Field(description="The tool: scroll.")
+    direction: Literal["up", "down"] = Field(description="Which way to scroll.")
+
+
+class GoBackArgs(BaseModel):
+    """Go back to the previous page."""
+
+    model_config = _CLOSED
+
+    tool_name: Literal["go_back"] = Field(description="The tool: go_back.")
+
+
+class AnswerArgs(BaseModel):
+    """Give the final answer to the task and stop."""
+
+    model_config = _CLOSED
+
+    tool_name: Literal["answer"] = Field(description="The tool: answer.")
+    content: str = Field(max_length=ANSWER_MAX_LENGTH, description="The answer, complete and self-contained.")
+
+
+TOOLS: tuple[type[BaseModel], ...] = (ClickArgs, WriteArgs, ScrollArgs, GoBackArgs, AnswerArgs)
+
+ToolCall = Annotated[
+    Union[ClickArgs, WriteArgs, ScrollArgs, GoBackArgs, AnswerArgs],
+    Field(discriminator="tool_name"),
+]
+
+
+class Step(BaseModel):
+    """One agent step: what to remember, why, and the one tool to call."""
+
+    model_config = _CLOSED
+
+    note: str | None = Field(
+        max_length=NOTE_MAX_LENGTH,
+        description="Facts later steps need (URLs, IDs, partial answers); null when nothing is new.",
+    )
+    thought: str = Field(max_length=THOUGHT_MAX_LENGTH, description="Why this action, in a sentence or two.")
+    tool_call: ToolCall = Field(description="The tool to call, its tool_name next to its arguments.")
+
+
+STEP_SCHEMA: dict[str, Any] = Step.model_json_schema()
+
+_COORDINATE = {"type": "integer", "minimum": 0, "maximum": COORDINATE_MAX}
+
+HAND_WRITTEN_STEP_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "note": {"type": ["string", "null"], "maxLength": NOTE_MAX_LENGTH},
+        "thought": {"type": "string", "maxLength": THOUGHT_MAX_LENGTH},
+        "tool_call": {
+            "oneOf": [
+                {
+                    "type": "object",
+                    "properties": {
+                        "tool_name": {"const": "click"},
+                        "element": {"type": "string", "maxLength": ELEMENT_MAX_LENGTH},
+                        "x": _COORDINATE,
+                        "y": _COORDINATE,
+                    },
+                    "required": ["tool_name", "element", "x", "y"],
+                    "additionalProperties": False,
+                },
+                {
+                    "type": "object",
+                    "properties": {
+                        "tool_name": {"const": "write"},
+                        "content": {"type": "string", "maxLength": WRITE_MAX_LENGTH},
+                        "press_enter": {"type": "boolean", "default": False},
+                    },
+                    "required": ["tool_name", "content"],
+                    "additionalProperties": False,
+                },
+                {
+                    "type": "object",
+                    "properties": {
+                        "tool_name": {"const": "scroll"},
+                        "direction": {"enum": ["up", "down"]},
+                    },
+                    "required": ["tool_name", "direction"],
+                    "additionalProperties": False,
+                },
+                {
+                    "type": "object",
+                    "properties": {"tool_name": {"const": "go_back"}},
+                    "required": ["tool_name"],
+                    "additionalProperties": False,
+                },
+                {
+                    "type": "object",
+                    "properties": {
+                        "tool_name": {"const": "answer"},
+                        "content": {"type": "string", "maxLength": ANSWER_MAX_LENGTH},
+                    },
+                    "required": ["tool_name", "content"],
+                    "additionalProperties": False,
+                },
+            ]
+        },
+    },
+    "required": ["note", "thought", "tool_call"],
+    "additionalProperties": False,
+}
+
+_EXPECTED = {
+    "model_type": "a JSON object",
+    "dict_type": "an object",
+    "list_type": "a list",
+    "string_type": "a string",
+    "int_type": "an integer",
+    "bool_type": "a boolean",
+}
+
+
+def _path(loc: tuple[str | int, ...]) -> str:
+    return "".join(f"[{part}]" if isinstance(part, int) else f".{part}" for part in loc).lstrip(".")
+
+
+def _message(error: Any) -> str:
+    kind, path, value = error["type"], _path(error["loc"]), error["input"]
+    if kind == "missing":
+        return f"missing key: {path}"
+    if kind == "extra_forbidden":
+        return f"unexpected key: {path}"
+    if kind == "literal_error" and path in ENUMS:
+        return wrong_value(path, ENUMS[path], value)
+    if kind in _EXPECTED:
+        return wrong_type(path, _EXPECTED[kind], value)
+    if kind == "string_too_long":
+        return too_long(path, error["ctx"]["max_length"], len(value), "characters")
+    if kind == "too_long":
+        return too_long(path, error["ctx"]["max_length"], error["ctx"]["actual_length"], "entries")
+    return f"{path}: {error['msg']}" if path else error["msg"]
+
+
+def model_errors(model: type[BaseModel], data: Any) -> list[str]:
+    """Validate `data` against `model`; every problem as one message in validate_answer's words, [] when valid."""
+    try:
+        model.model_validate(data)
+    except ValidationError as error:
+        return [_message(e) for e in error.errors()]
+    return []
+
+
+def answer_errors(data: Any) -> list[str]:
+    """The Pydantic twin of contract.validate_answer."""
+    return model_errors(Answer, data)
+
+
+def _describe(prop: dict[str, Any]) -> str:
+    parts = [f"one of {', '.join(prop['enum'])}" if "enum" in prop else prop["type"]]
+    if "maxLength" in prop:
+        parts.append(f"at most {prop['maxLength']} characters")
+    if "minimum" in prop:
+        parts.append(f"{prop['minimum']} to {prop['maximum']}")
+    if "default" in prop:
+        parts.append(f"default {json.dumps(prop['default'])}")
+    return ", ".join(parts)
+
+
+def _render_tool(tool: type[BaseModel]) -> str:
+    # Rendered from the JSON schema: the model sees the serialized form, the harness runs the code form.
+    schema = tool.model_json_schema()
+    props = schema["properties"]
+    args = [name for name in props if name != "tool_name"]
+    signature = ", ".join(
+        name if name in schema.get("required", []) else f"{name}={json.dumps(props[name]['default'])}" for name in args
+    )
+    lines = [f"- {props['tool_name']['const']}({signature}): {schema['description']}"]
+    lines += [f"    {name} ({_describe(props[name])}): {props[name]['description']}" for name in args]
+    return "\n".join(lines)
+
+
+def render_tool_list() -> str:
+    """The tool list for the system prompt, from the models' docstrings and field descriptions."""
+    return "\n".join(_render_tool(tool) for tool in TOOLS)
+
+
+def dispatch(step: Step, handlers: Mapping[str, Callable[..., str]]) -> str:
+    """Run a validated step's tool: the handler named by tool_name gets the other fields as keyword arguments."""
+    call = step.tool_call
+    if call.tool_name not in handlers:
+        raise ValueError(f"unknown tool {call.tool_name!r}: no handler (known: {', '.join(sorted(handlers))})")
+    return handlers[call.tool_name](**call.model_dump(exclude={"tool_name"}))
+
+
+def load_example_steps(path: Path = DATA_DIR / "example_steps.jsonl") -> list[dict[str, Any]]:
+    """The example steps, each {"id", "step", "valid", "why"}: valid and broken, for the notebook and the tests."""
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
