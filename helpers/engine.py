@@ -9,12 +9,11 @@ from __future__ import annotations
 import codecs
 import importlib.util
 import os
-import statistics
 import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable
+from typing import Any, Callable
 
 import numpy as np
 
@@ -49,7 +48,7 @@ class Job:
     request: ChatRequest
     prompt_tokens: list[int]
     max_tokens: int
-    grammar: str | None
+    matcher: Any | None
     compile_ms: float
     trace: bool = False
 
@@ -93,7 +92,7 @@ class Engine:
 
     def prepare(self, request: ChatRequest, trace: bool = False) -> Job:
         """Tokenize, check the context budget and compile the grammar; raise `RequestError` on any problem."""
-        from helpers.guidance import checked_grammar
+        from helpers.guidance import compile_matcher
 
         tokens = self.prompt_tokens(request.messages)
         room = self.n_ctx - len(tokens)
@@ -104,10 +103,10 @@ class Engine:
             raise RequestError(f"max_tokens={request.max_tokens} does not fit: the prompt takes {len(tokens)} of "
                                f"{self.n_ctx} context tokens, leaving {room}", "max_tokens", "context_length_exceeded")
         started = time.perf_counter()
-        grammar = checked_grammar(request.constraint, self.tokenizer) if request.constraint else None
-        compile_ms = (time.perf_counter() - started) * 1000 if grammar else 0.0
+        matcher = compile_matcher(request.constraint, self.tokenizer) if request.constraint else None
+        compile_ms = (time.perf_counter() - started) * 1000 if matcher else 0.0
         max_tokens = request.max_tokens or min(DEFAULT_MAX_TOKENS, room)
-        return Job(request, tokens, max_tokens, grammar, compile_ms, trace)
+        return Job(request, tokens, max_tokens, matcher, compile_ms, trace)
 
     def run(self, job: Job, on_text: Callable[[str], None] | None = None) -> Completion:
         """Decode `job`; `on_text` receives each piece of visible text as it is produced."""
@@ -130,12 +129,10 @@ class Engine:
         return np.ctypeslib.as_array(pointer, shape=(self.vocab_size,)).copy()
 
     def _decode(self, job: Job, on_text: Callable[[str], None]) -> Completion:
-        from llguidance import LLMatcher
         from llguidance.numpy import allocate_token_bitmask, fill_next_token_bitmask
 
-        request = job.request
+        request, matcher = job.request, job.matcher
         rng = np.random.default_rng(request.seed)
-        matcher = LLMatcher(self.tokenizer, job.grammar) if job.grammar else None
         bitmask = allocate_token_bitmask(1, self.vocab_size)
         decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
         scanner = StopScanner(request.stop)
@@ -183,7 +180,8 @@ class Engine:
             "grammar_compile_ms": round(job.compile_ms, 3),
             "time_to_first_token_ms": round((first_token_at - started) * 1000, 3),
             "decode_ms": round((ended - first_token_at) * 1000, 3),
-            "mask_us_per_token_p50": round(statistics.median(mask_us), 1) if mask_us else None,
+            "mask_us_per_token_p50": round(float(np.percentile(mask_us, 50)), 1) if mask_us else None,
+            "mask_us_per_token_p99": round(float(np.percentile(mask_us, 99)), 1) if mask_us else None,
             "forced_tokens": forced,
         }
         return Completion(scanner.text, finish_reason, len(job.prompt_tokens), generated, timings, trace)

