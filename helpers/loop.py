@@ -1,0 +1,226 @@
+"""The Holo3 JSON agent loop: one schema-constrained step per turn, as the Holo3 docs run it.
+
+Each turn: an `<observation>` user message (text, PNG screenshot, text; plus the screen
+as text for text-only models), older screenshots evicted, the model asked for one step
+(schema in the system prompt *and* in the request's guided-JSON field; no `tools`),
+the step validated with `Step`, its canonical JSON stored as the assistant message, and
+the tool's result returned as a user `<tool_output>` message. `answer` ends the run.
+"""
+from __future__ import annotations
+
+import base64
+import copy
+import json
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Protocol
+
+from pydantic import ValidationError
+
+from helpers.screen import CampusStore
+from helpers.steps import STEP_SCHEMA, Step, render_tool_list
+from helpers.tasks import Task, instruction, start_app, succeeded
+
+EVICTED = "[screenshot evicted]"
+BUDGET_EXHAUSTED = "Step budget exhausted"
+SYSTEM_PROMPT = """You operate the Northfield Campus Store app for a user, one action per turn.
+Each turn you see the screen. Reply with one JSON object: "note" (new facts to remember for later steps, \
+or null), "thought" (one short sentence), and "tool_call" (one action). Click with x, y on a 0-1000 grid, \
+origin top-left: use an element's center. When the task is done, call answer with the result.
+
+Tools:
+{tools}
+
+<output_format>
+```json
+{schema}
+```
+</output_format>"""
+
+
+def system_prompt(schema: dict = STEP_SCHEMA) -> str:
+    return SYSTEM_PROMPT.format(tools=render_tool_list(), schema=json.dumps(schema, separators=(",", ":")))
+
+
+def observation_message(app: CampusStore, screen_text: bool = True) -> dict:
+    """The Holo3 observation: a text wrapper, the PNG screenshot as a data URL, the closing wrapper."""
+    data_url = "data:image/png;base64," + base64.b64encode(app.png()).decode()
+    closing = f"\n<screen_text>\n{app.accessibility_tree()}\n</screen_text>\n</observation>" if screen_text \
+        else "\n</observation>"
+    return {"role": "user", "content": [{"type": "text", "text": "<observation>\n"},
+                                        {"type": "image_url", "image_url": {"url": data_url}},
+                                        {"type": "text", "text": closing}]}
+
+
+def tool_output_message(tool_name: str, result: str) -> dict:
+    return {"role": "user", "content": f'<tool_output tool="{tool_name}">\n{result}\n</tool_output>'}
+
+
+def trim_to_last_n_images(messages: list[dict], n: int = 3) -> list[dict]:
+    """Keep the n newest screenshots; older image parts become the text part `[screenshot evicted]`."""
+    trimmed, seen = copy.deepcopy(messages), 0
+    for message in reversed(trimmed):
+        if not isinstance(message.get("content"), list):
+            continue
+        for i in reversed(range(len(message["content"]))):
+            if message["content"][i].get("type") == "image_url":
+                seen += 1
+                if seen > n:
+                    message["content"][i] = {"type": "text", "text": EVICTED}
+    return trimmed
+
+
+@dataclass
+class Proposal:
+    raw: str
+    usage: dict | None = None
+    timings: dict | None = None
+    finish_reason: str | None = None
+
+
+class Policy(Protocol):
+    name: str
+
+    def propose(self, messages: list[dict], app: CampusStore) -> Proposal: ...
+
+
+class ModelPolicy:
+    """Ask a model through a `helpers.backends.Connection`, the schema enforced in the backend's own dialect."""
+
+    def __init__(self, conn, schema_for: Callable[[CampusStore], dict] = lambda app: STEP_SCHEMA,
+                 temperature: float = 0.0, seed: int | None = 0, max_tokens: int = 300):
+        self.conn, self.schema_for = conn, schema_for
+        self.temperature, self.seed, self.max_tokens = temperature, seed, max_tokens
+        self.name = conn.model
+
+    def propose(self, messages: list[dict], app: CampusStore) -> Proposal:
+        reply = self.conn.client.chat.completions.create(
+            model=self.conn.model, messages=messages, temperature=self.temperature, seed=self.seed,
+            max_tokens=self.max_tokens, **self.conn.profile.guided(self.schema_for(app), name="step"))
+        return Proposal(reply.choices[0].message.content or "", reply.usage.model_dump() if reply.usage else None,
+                        (reply.model_extra or {}).get("timings"), reply.choices[0].finish_reason)
+
+
+class ScriptedProposer:
+    """Wraps the scripted reference policy (no model) so the loop can run it like a model."""
+
+    def __init__(self, policy):
+        self.policy, self.name = policy, policy.name
+
+    def propose(self, messages: list[dict], app: CampusStore) -> Proposal:
+        return Proposal(self.policy.next_step(app).model_dump_json())
+
+
+@dataclass
+class Turn:
+    screenshot_png_b64: str
+    screen_text: str
+    raw: str
+    step: dict | None
+    error: str | None
+    tool_output: str
+    seconds: float
+    usage: dict | None
+    timings: dict | None
+    finish_reason: str | None
+    images_in_prompt: int
+    prompt_tokens: int | None
+
+
+@dataclass
+class Trajectory:
+    task_id: str
+    seed: int
+    policy: str
+    instruction: str
+    turns: list[Turn] = field(default_factory=list)
+    messages: list[dict] = field(default_factory=list)
+    answer: str | None = None
+    outcome: str = ""
+    success: bool = False
+
+    def save(self, path: Path | str) -> None:
+        Path(path).write_text(json.dumps(asdict(self)))
+
+    @classmethod
+    def load(cls, path: Path | str) -> "Trajectory":
+        data = json.loads(Path(path).read_text())
+        data["turns"] = [Turn(**t) for t in data["turns"]]
+        return cls(**data)
+
+
+def execute(step: Step, app: CampusStore) -> str:
+    """Run the tool on the app and return its textual result; `answer` has no side effect."""
+    call = step.tool_call
+    actions: dict[str, Callable[[], str]] = {
+        "click": lambda: app.click(call.x, call.y),
+        "write": lambda: app.write(call.content, call.press_enter),
+        "scroll": lambda: app.scroll(call.direction),
+        "go_back": app.go_back,
+        "answer": lambda: "answer recorded",
+    }
+    return actions[call.tool_name]()
+
+
+def count_images(messages: list[dict]) -> int:
+    return sum(part.get("type") == "image_url" for m in messages if isinstance(m.get("content"), list)
+               for part in m["content"])
+
+
+def run_episode(policy: Policy, task: Task, seed: int = 0, max_steps: int = 12, keep_images: int = 3,
+                screen_text: bool = True, schema: dict = STEP_SCHEMA) -> Trajectory:
+    """Run `policy` on `task` until it answers or the step budget runs out."""
+    app = start_app(task, seed)
+    text = instruction(task, app)
+    record = Trajectory(task.id, seed, policy.name, text)
+    messages: list[dict] = [{"role": "system", "content": system_prompt(schema)},
+                            {"role": "user", "content": f"Task: {text}"}]
+    for _ in range(max_steps):
+        screenshot, screen = base64.b64encode(app.png()).decode(), app.accessibility_tree()
+        messages.append(observation_message(app, screen_text))
+        messages = trim_to_last_n_images(messages, keep_images)
+        images = count_images(messages)
+        started = time.perf_counter()
+        proposal = policy.propose(messages, app)
+        seconds = round(time.perf_counter() - started, 3)
+        step, error, result = _apply(proposal, app, messages)
+        record.turns.append(Turn(screenshot, screen, proposal.raw, step, error, result, seconds, proposal.usage,
+                                 proposal.timings, proposal.finish_reason, images,
+                                 (proposal.usage or {}).get("prompt_tokens")))
+        if step and step["tool_call"]["tool_name"] == "answer":
+            record.answer, record.outcome = step["tool_call"]["content"], "answered"
+            break
+    else:
+        record.outcome = BUDGET_EXHAUSTED
+    record.messages, record.success = messages, succeeded(task, app, record.answer)
+    return record
+
+
+def _apply(proposal: Proposal, app: CampusStore, messages: list[dict]) -> tuple[dict | None, str | None, str]:
+    """Validate the proposal, run it, and extend the conversation the way the Holo3 docs do."""
+    try:
+        step = Step.model_validate_json(proposal.raw)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        error = f"invalid step: {first['msg']} at {'.'.join(map(str, first['loc'])) or 'the top level'}"
+        messages.append({"role": "assistant", "content": proposal.raw})
+        messages.append(tool_output_message("error", error))
+        return None, error, error
+    result = execute(step, app)
+    messages.append({"role": "assistant", "content": step.model_dump_json()})
+    if step.tool_call.tool_name != "answer":
+        messages.append(tool_output_message(step.tool_call.tool_name, result))
+    return step.model_dump(), None, result
+
+
+def per_screen_schema(app: CampusStore) -> dict[str, Any]:
+    """The Step schema with `click` narrowed to the elements on this screen, each with its coordinates fixed."""
+    schema = copy.deepcopy(STEP_SCHEMA)
+    targets = [el for el in app.elements() if el.role in ("textbox", "button", "link")]
+    schema["$defs"]["ClickArgs"] = {"oneOf": [
+        {"type": "object", "additionalProperties": False, "required": ["tool_name", "element", "x", "y"],
+         "properties": {"tool_name": {"const": "click"}, "element": {"const": el.name},
+                        "x": {"const": el.grid_center()[0]}, "y": {"const": el.grid_center()[1]}}}
+        for el in targets]}
+    return schema

@@ -1,0 +1,75 @@
+"""The store tasks in data/tasks.json: set the app up for one, and check automatically whether it was done."""
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from helpers.screen import CampusStore
+
+TASKS_FILE = Path(__file__).resolve().parent.parent / "data" / "tasks.json"
+
+
+@dataclass(frozen=True)
+class Task:
+    id: str
+    kind: str
+    start: str
+    instruction: str
+    products: list[str] = field(default_factory=list)
+    quantity: int = 1
+    list_all: bool = False
+    needs_note: bool = False
+
+
+def load_tasks(path: Path = TASKS_FILE) -> list[Task]:
+    return [Task(**entry) for entry in json.loads(path.read_text())]
+
+
+def start_app(task: Task, seed: int) -> CampusStore:
+    """A fresh store for `seed`, on the page the task starts from."""
+    app = CampusStore(seed)
+    if task.start == "home":
+        app.signed_in, app.page = True, "home"
+    return app
+
+
+def instruction(task: Task, app: CampusStore) -> str:
+    a, b = (task.products + ["", ""])[:2]
+    return task.instruction.format(a=a, b=b, username=app.username, password=app.password)
+
+
+def _mentions(answer: str, value: str) -> bool:
+    return re.search(rf"(?<![\w.]){re.escape(value)}(?![\w])", answer, re.IGNORECASE) is not None
+
+
+def _price_mentioned(answer: str, price: str) -> bool:
+    return _mentions(answer, price) or _mentions(answer, price.lstrip("$"))
+
+
+def succeeded(task: Task, app: CampusStore, answer: str | None) -> bool:
+    """Did the run do what the task asked? Checked against the app's true state, not the agent's claims."""
+    if answer is None:
+        return False
+    products = [app.products[name] for name in task.products]
+    ordered = [o for o in app.orders if task.products and o.product == task.products[0]]
+    checks = {
+        "sign_in": lambda: app.signed_in,
+        "price": lambda: _price_mentioned(answer, products[0].price),
+        "stock": lambda: _mentions(answer, str(products[0].stock)),
+        "sku": lambda: _mentions(answer, products[0].sku),
+        "order": lambda: any(o.quantity == task.quantity for o in ordered),
+        "order_receipt": lambda: bool(ordered) and f"/orders/{ordered[-1].receipt}" in answer,
+        "receipt_then_price": lambda: bool(ordered) and f"/orders/{ordered[-1].receipt}" in answer
+        and _price_mentioned(answer, products[1].price),
+        "cheaper": lambda: _cheaper_named(answer, products),
+    }
+    return bool(checks[task.kind]())
+
+
+def _cheaper_named(answer: str, products: list) -> bool:
+    prices = [float(p.price.lstrip("$")) for p in products]
+    winners = [p.name for p, price in zip(products, prices) if price == min(prices)]
+    losers = [p.name for p in products if p.name not in winners]
+    return any(_mentions(answer, w) for w in winners) and not any(_mentions(answer, l) for l in losers)

@@ -1,0 +1,125 @@
+import json
+
+import pytest
+
+from helpers.loop import (BUDGET_EXHAUSTED, EVICTED, ModelPolicy, Proposal, ScriptedProposer, Trajectory,
+                          count_images, observation_message, per_screen_schema, run_episode, system_prompt,
+                          trim_to_last_n_images)
+from helpers.screen import CampusStore
+from helpers.scripted_policy import ScriptedPolicy
+from helpers.steps import STEP_SCHEMA
+from helpers.tasks import load_tasks, start_app, succeeded
+
+TASKS = load_tasks()
+
+
+def test_at_least_eight_tasks_some_needing_note_memory():
+    assert len(TASKS) >= 8 and sum(t.needs_note for t in TASKS) >= 2
+
+
+@pytest.mark.parametrize("task", TASKS, ids=lambda t: t.id)
+@pytest.mark.parametrize("seed", [0, 1, 2, 3])
+def test_scripted_policy_solves_every_task(task, seed):
+    record = run_episode(ScriptedProposer(ScriptedPolicy(task)), task, seed, max_steps=20)
+    assert record.outcome == "answered" and record.success
+
+
+@pytest.mark.parametrize("task", [t for t in TASKS if t.needs_note], ids=lambda t: t.id)
+def test_memory_tasks_use_the_note(task):
+    record = run_episode(ScriptedProposer(ScriptedPolicy(task)), task, 0, max_steps=20)
+    notes = [t.step["note"] for t in record.turns if t.step and t.step["note"]]
+    assert len(notes) >= 2
+
+
+def test_success_is_checked_against_the_app_not_the_claim():
+    task = next(t for t in TASKS if t.id == "order_receipt")
+    app = start_app(task, 0)
+    assert not succeeded(task, app, "/orders/1234")
+    assert not succeeded(task, app, None)
+
+
+def test_observation_has_the_holo3_shape():
+    content = observation_message(CampusStore(0))["content"]
+    assert content[0] == {"type": "text", "text": "<observation>\n"}
+    assert content[1]["image_url"]["url"].startswith("data:image/png;base64,")
+    assert content[2]["text"].endswith("\n</observation>") and "<screen_text>" in content[2]["text"]
+    assert "<screen_text>" not in observation_message(CampusStore(0), screen_text=False)["content"][2]["text"]
+
+
+def test_trimming_keeps_the_three_newest_images_and_the_wrappers():
+    messages = [{"role": "system", "content": "s"}]
+    for _ in range(5):
+        messages += [observation_message(CampusStore(0), screen_text=False), {"role": "assistant", "content": "{}"}]
+    trimmed = trim_to_last_n_images(messages, 3)
+    assert count_images(trimmed) == 3 and count_images(messages) == 5
+    evicted = [m for m in trimmed if isinstance(m["content"], list) and m["content"][1]["type"] == "text"]
+    assert len(evicted) == 2 and all(m["content"][1]["text"] == EVICTED for m in evicted)
+    assert all(m["content"][0]["text"] == "<observation>\n" for m in evicted)
+    assert count_images(trim_to_last_n_images(messages, 0)) == 0
+
+
+def test_system_prompt_carries_the_schema_and_tools():
+    prompt = system_prompt()
+    assert "<output_format>\n```json\n" in prompt and json.dumps(STEP_SCHEMA, separators=(",", ":")) in prompt
+    assert all(tool in prompt for tool in ("click", "write", "answer"))
+
+
+class Replay:
+    """A fixed list of replies, labelled as what it is: for testing the loop's bookkeeping only."""
+
+    name = "replay of fixed replies"
+
+    def __init__(self, replies):
+        self.replies = iter(replies)
+
+    def propose(self, messages, app):
+        return Proposal(next(self.replies))
+
+
+def test_loop_protocol_messages_and_budget():
+    task = TASKS[1]
+    click = json.dumps({"note": None, "thought": "t", "tool_call": {"tool_name": "click", "element": "x",
+                                                                       "x": 1, "y": 999}})
+    record = run_episode(Replay(["not json", click, click]), task, 0, max_steps=3)
+    assert record.outcome == BUDGET_EXHAUSTED and not record.success
+    assert record.turns[0].error.startswith("invalid step") and record.turns[0].step is None
+    assert record.turns[1].tool_output == "no element at (1, 999)"
+    roles = [m["role"] for m in record.messages]
+    assert roles[:2] == ["system", "user"] and "tool" not in roles
+    assistant = [m["content"] for m in record.messages if m["role"] == "assistant"]
+    assert assistant[1] == '{"note":null,"thought":"t","tool_call":{"tool_name":"click","element":"x","x":1,"y":999}}'
+    outputs = [m["content"] for m in record.messages if m["role"] == "user" and isinstance(m["content"], str)]
+    assert '<tool_output tool="click">\nno element at (1, 999)\n</tool_output>' in outputs
+
+
+def test_trajectory_saves_and_loads(tmp_path):
+    record = run_episode(ScriptedProposer(ScriptedPolicy(TASKS[1])), TASKS[1], 0)
+    record.save(tmp_path / "t.json")
+    assert Trajectory.load(tmp_path / "t.json") == record
+
+
+def test_per_screen_schema_allows_only_what_is_on_screen():
+    import jsonschema
+
+    app = start_app(TASKS[1], 0)
+    schema = per_screen_schema(app)
+    search = next(el for el in app.elements() if el.name == "Search")
+    good = {"note": None, "thought": "t", "tool_call": {"tool_name": "click", "element": "Search",
+                                                        "x": search.grid_center()[0], "y": search.grid_center()[1]}}
+    jsonschema.validate(good, schema)
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.validate({**good, "tool_call": {**good["tool_call"], "x": 3}}, schema)
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.validate({**good, "tool_call": {**good["tool_call"], "element": "Place order"}}, schema)
+
+
+@pytest.mark.integration
+def test_loop_against_the_embedded_server(server_url):
+    from helpers.backends import connect
+
+    record = run_episode(ModelPolicy(connect()), TASKS[1], 0, max_steps=2)
+    assert len(record.turns) >= 1
+    for turn in record.turns:
+        assert turn.finish_reason == "stop" and turn.error is None and turn.step is not None
+        assert turn.usage["prompt_tokens"] > 500 and turn.timings["grammar_compile_ms"] > 0
+    assert [m["role"] for m in record.messages].count("assistant") == len(record.turns)

@@ -1,0 +1,115 @@
+import io
+
+import pytest
+from PIL import Image
+
+from helpers.screen import HEIGHT, WIDTH, CampusStore
+
+
+def home(seed: int = 0) -> CampusStore:
+    app = CampusStore(seed)
+    app.signed_in, app.page = True, "home"
+    return app
+
+
+def center(app: CampusStore, name: str) -> tuple[int, int]:
+    return next(el for el in app.elements() if el.name == name).grid_center()
+
+
+def test_screenshot_is_a_png_of_fixed_size_and_deterministic_per_seed():
+    image = Image.open(io.BytesIO(CampusStore(4).png()))
+    assert image.size == (WIDTH, HEIGHT) and image.format == "PNG"
+    assert CampusStore(4).png() == CampusStore(4).png()
+
+
+def test_values_vary_by_seed():
+    assert {CampusStore(s).products["Blue mug"].sku for s in range(5)} != {CampusStore(0).products["Blue mug"].sku}
+    assert CampusStore(1).password != CampusStore(2).password or CampusStore(1).products != CampusStore(2).products
+
+
+@pytest.mark.parametrize("x,y,expected", [(0, 0, (0, 0)), (1000, 1000, (WIDTH, HEIGHT)), (500, 500, (400, 300)),
+                                          (999, 1, (799, 0))])
+def test_grid_maps_to_pixels_of_the_sent_image(x, y, expected):
+    app = CampusStore(0)
+    assert (int(x / 1000 * WIDTH), int(y / 1000 * HEIGHT)) == expected
+    assert app.element_at(x, y) is None or app.element_at(x, y).box[0] <= expected[0] <= app.element_at(x, y).box[2]
+
+
+def test_click_at_element_edges_and_just_outside():
+    app = CampusStore(0)
+    box = next(el for el in app.elements() if el.name == "Username").grid_box()
+    assert "focused" in app.click(box[0] + 1, box[1] + 1)
+    assert "focused" in app.click(box[2] - 1, box[3] - 1)
+    assert app.click(990, 990) == "no element at (990, 990)"
+
+
+def test_bad_actions_answer_with_a_result_not_an_exception():
+    app = CampusStore(0)
+    assert "off the screen" in app.click(1200, 5)
+    assert "off the screen" in app.click(-1, 5)
+    assert app.write("hello") == "nothing is focused: click a text field first"
+    assert app.scroll("down") == "nothing to scroll on this page"
+    assert app.go_back() == "there is no page to go back to"
+    assert "nothing happens" in app.click(*center(app, "Sign in to the Northfield Campus Store"))
+
+
+def test_sign_in_flow_and_wrong_password():
+    app = CampusStore(0)
+    app.click(*center(app, "Username")); app.write("ada")
+    app.click(*center(app, "Password")); app.write("wrong")
+    assert "failed" in app.click(*center(app, "Sign in")) and not app.signed_in
+    assert "Wrong username or password" in app.accessibility_tree()
+    app.fields["password"] = ""
+    app.click(*center(app, "Password")); app.write(app.password, press_enter=True)
+    assert app.signed_in and app.page == "home"
+
+
+def test_search_open_product_and_back():
+    app = home()
+    app.click(*center(app, "Search products"))
+    assert app.write("mug") == "typed 'mug' into the query field"
+    assert app.click(*center(app, "Search")) == "searched: 4 products found" and app.page == "results"
+    link = next(el for el in app.elements() if el.name.startswith("Red mug - "))
+    assert "Red mug" in app.click(*link.grid_center()) and app.page == "product"
+    assert app.go_back().startswith("went back") and app.page == "results"
+
+
+def test_scroll_reveals_more_results_and_stops_at_the_ends():
+    app = home()
+    app.click(*center(app, "Search"))
+    assert "Pencil set" not in app.accessibility_tree() and "more below" in app.accessibility_tree()
+    assert app.scroll("down").startswith("scrolled down")
+    assert "Pencil set" in app.accessibility_tree()
+    assert app.scroll("down") == "already at the bottom"
+    app.scroll("up")
+    assert app.scroll("up") == "already at the top"
+
+
+def test_receipt_is_shown_once_then_gone():
+    app = home(7)
+    app.page, app.subject = "product", "Blue mug"
+    assert app.click(*center(app, "Place order")).startswith("order placed")
+    receipt = f"/orders/{app.orders[-1].receipt}"
+    assert receipt in app.accessibility_tree()
+    app.click(*center(app, "Continue shopping"))
+    app.click(*center(app, "My orders"))
+    assert receipt not in app.accessibility_tree() and "1 x Blue mug" in app.accessibility_tree()
+    app.go_back(); app.go_back()
+    assert receipt not in app.accessibility_tree()
+
+
+def test_orders_check_quantity_and_stock():
+    app = home(1)
+    app.page, app.subject = "product", "Desk lamp"
+    app.click(*center(app, "Quantity")); app.write("many")
+    assert "not a whole number" in app.click(*center(app, "Place order"))
+    app.fields["quantity"] = str(app.products["Desk lamp"].stock + 1)
+    assert "only" in app.click(*center(app, "Place order")) and not app.orders
+
+
+def test_accessibility_tree_lists_role_name_box_and_focus():
+    app = CampusStore(0)
+    app.click(*center(app, "Username"))
+    tree = app.accessibility_tree()
+    assert tree.startswith("page: store.northfield.edu/signin")
+    assert 'textbox "Username" value="" focused box=[' in tree and "center=[" in tree
