@@ -19,7 +19,7 @@ from typing import Any, Callable, Protocol
 from pydantic import ValidationError
 
 from helpers.screen import CampusStore
-from helpers.steps import STEP_SCHEMA, Step, render_tool_list
+from helpers.steps import STEP_SCHEMA, Step, dispatch, render_tool_list
 from helpers.tasks import Task, instruction, start_app, succeeded
 
 EVICTED = "[screenshot evicted]"
@@ -150,17 +150,14 @@ class Trajectory:
         return cls(**data)
 
 
+def app_handlers(app: CampusStore) -> dict[str, Callable[..., str]]:
+    """The code form of each tool: what `dispatch` calls on the app; `answer` has no side effect."""
+    return {"click": lambda element, x, y: app.click(x, y), "write": app.write, "scroll": app.scroll,
+            "go_back": app.go_back, "answer": lambda content: "answer recorded"}
+
+
 def execute(step: Step, app: CampusStore) -> str:
-    """Run the tool on the app and return its textual result; `answer` has no side effect."""
-    call = step.tool_call
-    actions: dict[str, Callable[[], str]] = {
-        "click": lambda: app.click(call.x, call.y),
-        "write": lambda: app.write(call.content, call.press_enter),
-        "scroll": lambda: app.scroll(call.direction),
-        "go_back": app.go_back,
-        "answer": lambda: "answer recorded",
-    }
-    return actions[call.tool_name]()
+    return dispatch(step, app_handlers(app))
 
 
 def count_images(messages: list[dict]) -> int:

@@ -1,0 +1,134 @@
+"""The repair ladder: parse -> validate -> repair once with the specific errors -> deterministic fallback.
+
+One implementation for every contract (the final answer, the Holo3 step): a `Contract`
+says how to validate and what the fallback is. Whatever the model wrote, `climb`
+returns an object that is valid under the contract, and a record of every rung.
+"""
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+from helpers.contract import ANSWER_JSON_SCHEMA, format_error, parse_json_object, validate_answer
+from helpers.steps import STEP_SCHEMA, Step, model_errors
+
+EMPTY_REPLY = "empty_model_response"
+INVALID_AFTER_REPAIR = "valid_json"
+
+
+@dataclass(frozen=True)
+class Contract:
+    name: str
+    schema: dict
+    validate: Callable[[Any], list[str]]
+    fallback: Callable[[str], dict]
+
+
+def step_fallback(cause: str) -> dict:
+    """A valid step that ends the run honestly instead of acting on output nobody could read."""
+    return {"note": None, "thought": f"Fallback: no valid step ({cause}).",
+            "tool_call": {"tool_name": "answer", "content": f"I could not produce a valid action ({cause})."}}
+
+
+ANSWER_CONTRACT = Contract("final answer", ANSWER_JSON_SCHEMA, validate_answer, lambda cause: format_error(cause))
+STEP_CONTRACT = Contract("Holo3 step", STEP_SCHEMA, lambda data: model_errors(Step, data), step_fallback)
+
+
+@dataclass
+class Reply:
+    text: str
+    usage: dict | None = None
+
+
+@dataclass
+class LadderRecord:
+    raw: str
+    parse_ok: bool = False
+    errors: list[str] = field(default_factory=list)
+    repair_attempted: bool = False
+    repair_raw: str | None = None
+    repair_errors: list[str] = field(default_factory=list)
+    repair_succeeded: bool = False
+    fallback_used: bool = False
+    cause: str | None = None
+    data: dict = field(default_factory=dict)
+    seconds: float = 0.0
+    usage: list[dict | None] = field(default_factory=list)
+
+    @property
+    def rung(self) -> str:
+        """Where the ladder stopped: valid at parse, valid after repair, or fallback."""
+        return "fallback" if self.fallback_used else "repaired" if self.repair_succeeded else "valid"
+
+
+def check(text: str, contract: Contract) -> tuple[dict | None, list[str]]:
+    """Parse then validate; the object and [] when it holds, else None or the object and every problem."""
+    try:
+        data = parse_json_object(text)
+    except ValueError as exc:
+        return None, [f"not a JSON object: {exc}"]
+    return data, contract.validate(data)
+
+
+def repair_messages(raw: str, errors: list[str], contract: Contract, specific: bool = True) -> list[dict]:
+    """The one repair request: the exact errors, the contract restated, the original reply, keep every fact."""
+    if specific:
+        problems = "These problems were found:\n" + "\n".join(f"- {e}" for e in errors)
+    else:
+        problems = "It was not valid."
+    return [
+        {"role": "system", "content": f"You correct JSON so it satisfies a contract. Reply with one JSON object "
+                                      f"and nothing else. The {contract.name} contract (JSON Schema):\n"
+                                      f"{json.dumps(contract.schema, separators=(',', ':'))}"},
+        {"role": "user", "content": f"{problems}\n\nRewrite this reply as one JSON object that satisfies the "
+                                    "contract. Preserve all facts it states; add none.\n\nOriginal reply:\n"
+                                    f"{raw}"},
+    ]
+
+
+def climb(raw: str | None, contract: Contract, repair: Callable[[list[dict]], Reply] | None = None,
+          repair_budget: int = 1, specific: bool = True) -> LadderRecord:
+    """Run the ladder on one model reply; never raises, always ends with a contract-valid `data`."""
+    started = time.perf_counter()
+    record = LadderRecord(raw=raw if isinstance(raw, str) else "")
+    text = record.raw
+    try:
+        if not text.strip():
+            return _fallback(record, contract, EMPTY_REPLY, started)
+        data, record.errors = check(text, contract)
+        record.parse_ok, errors = data is not None, record.errors
+        for _ in range(repair_budget if repair else 0):
+            if not errors:
+                break
+            record.repair_attempted = True
+            reply = repair(repair_messages(text, errors, contract, specific))
+            record.repair_raw, text = reply.text, reply.text or ""
+            record.usage.append(reply.usage)
+            data, errors = check(text, contract)
+            record.repair_errors, record.repair_succeeded = errors, not errors
+        if data is not None and (not record.errors or record.repair_succeeded):
+            record.data = data
+            record.seconds = time.perf_counter() - started
+            return record
+        return _fallback(record, contract, INVALID_AFTER_REPAIR, started)
+    except Exception as exc:  # a failed repair call is one more broken output, not a crash
+        return _fallback(record, contract, f"repair_failed: {type(exc).__name__}", started)
+
+
+def _fallback(record: LadderRecord, contract: Contract, cause: str, started: float) -> LadderRecord:
+    record.fallback_used, record.cause, record.data = True, cause, contract.fallback(cause)
+    record.seconds = time.perf_counter() - started
+    return record
+
+
+def model_repair(conn, max_tokens: int = 400) -> Callable[[list[dict]], Reply]:
+    """A repair function that asks `conn`'s model, prompt-only, at temperature 0."""
+    def repair(messages: list[dict]) -> Reply:
+        reply = conn.client.chat.completions.create(model=conn.model, messages=messages, temperature=0,
+                                                    max_tokens=max_tokens)
+        usage = reply.usage.model_dump() if reply.usage else None
+        return Reply(reply.choices[0].message.content or "", usage)
+
+    return repair

@@ -1,0 +1,95 @@
+import json
+
+import pytest
+
+from helpers.harness import Context, Tracer, decide, read_intents, summarize_trace
+from helpers.ladder import ANSWER_CONTRACT, climb
+from helpers.screen import CampusStore
+
+
+def step(tool_call, **extra):
+    return {"note": None, "thought": "t", "tool_call": tool_call, **extra}
+
+
+def click(x=500, y=500, element="x"):
+    return step({"tool_name": "click", "element": element, "x": x, "y": y})
+
+
+def product_page() -> CampusStore:
+    app = CampusStore(0)
+    app.signed_in, app.page, app.subject = True, "product", "Blue mug"
+    return app
+
+
+def place_order_center(app):
+    return next(el for el in app.elements() if el.name == "Place order").grid_center()
+
+
+@pytest.mark.parametrize("data,cause", [
+    ("not an object", "malformed_structure"),
+    ({"thought": "no action"}, "malformed_structure"),
+    (step({"tool_name": "delete_account"}), "unknown_tool"),
+    (step({"tool_name": "click", "element": "x"}), "missing_argument"),
+    (click(x=1500), "invalid_argument"),
+    (click(x="12"), "invalid_argument"),
+    (step({"tool_name": "write", "content": "a" * 150}), "policy_violation"),
+    (step({"tool_name": "write", "content": "'; DROP TABLE orders"}), "policy_violation"),
+    (step({"tool_name": "answer", "content": "I'm sorry, I can't help with that."}), "silent_refusal"),
+    (step({"tool_name": "answer", "content": ""}), "silent_refusal"),
+])
+def test_each_failure_mode_is_a_typed_rejection(data, cause):
+    decision = decide(data, Context())
+    assert (decision.allowed, decision.cause) == (False, cause)
+    assert decision.tool_output().startswith('<tool_output tool="harness">\nrejected (' + cause)
+
+
+def test_checks_run_in_order_declared_before_arguments():
+    assert decide(step({"tool_name": "teleport"}), Context()).cause == "unknown_tool"
+    assert decide(step({"tool_name": "write"}), Context(role="viewer")).cause == "missing_argument"
+    assert decide(step({"tool_name": "write", "content": "hi"}), Context(role="viewer")).cause == "permission_denied"
+
+
+def test_a_valid_request_is_allowed():
+    decision = decide(click(), Context())
+    assert decision.allowed and decision.intent.kind == "tool_request" and decision.intent.args["x"] == 500
+
+
+def test_budgets_hold():
+    assert decide(click(), Context(steps_used=12, max_steps=12)).cause == "budget_exhausted"
+    assert decide(click(), Context(tokens_used=50_000)).cause == "budget_exhausted"
+    assert decide(click(), Context(tokens_used=30_000, usd_per_1k_tokens=0.01)).cause == "budget_exhausted"
+
+
+def test_irreversible_submit_needs_a_confirming_plan_step_first():
+    app = product_page()
+    ctx = Context(element_at=app.element_at)
+    x, y = place_order_center(app)
+    assert decide(click(x, y, "Place order"), ctx).cause == "policy_violation"
+    assert decide(step({"tool_name": "update_plan", "plan": "Confirm: order one Blue mug."}), ctx).allowed
+    assert decide(click(x, y, "Place order"), ctx).allowed
+
+
+def test_ambiguous_reply_takes_the_answer_and_never_the_side_effect():
+    data = click() | {"answer": "The mug costs $4."}
+    assert len(read_intents(data)) == 2
+    decision = decide(data, Context())
+    assert decision.allowed and decision.intent.kind == "final_answer"
+    assert decision.dropped == ["tool_request(click)"] and "ambiguous" in decision.message
+
+
+def test_abort_and_clarification_are_accepted_intents():
+    assert decide(step({"tool_name": "abort", "reason": "the item is sold out"}), Context()).intent.kind == "abort"
+    assert decide(step({"tool_name": "ask_user", "question": "Which mug?"}), Context()).intent.kind == "clarification"
+
+
+def test_trace_lines_keep_raw_and_intent_apart_and_summarize(tmp_path):
+    tracer = Tracer(tmp_path / "traces" / "run.jsonl")
+    for turn, raw in enumerate([json.dumps(click()), "prose", json.dumps(step({"tool_name": "teleport"}))]):
+        ladder = climb(raw, ANSWER_CONTRACT)
+        tracer.write(turn, raw, ladder, decide(json.loads(raw) if ladder.parse_ok else None, Context()), 0.1, None)
+    lines = [json.loads(line) for line in (tmp_path / "traces" / "run.jsonl").read_text().splitlines()]
+    assert lines[0]["raw"] == json.dumps(click()) and lines[0]["intent"]["tool"] == "click"
+    assert lines[1]["usage"] is None and lines[1]["intent"] is None
+    summary = summarize_trace(tmp_path / "traces" / "run.jsonl")
+    assert summary["turns"] == 3 and summary["rejections"] == {"malformed_structure": 1, "unknown_tool": 1}
+    assert summary["fallback_rate"] == 1.0
