@@ -34,6 +34,7 @@ class Profile:
     model: str
     dialect: str
     key_name: str | None = None
+    dialects_spoken: frozenset[str] = frozenset()
 
     def guided(self, schema: dict, name: str = "output") -> dict[str, Any]:
         """Extra arguments for `chat.completions.create` that constrain the reply to `schema`."""
@@ -49,11 +50,11 @@ class Profile:
 
 
 PROFILES: dict[str, Profile] = {
-    "embedded": Profile("embedded", "", "smollm2-135m-instruct", "response_format"),
+    "embedded": Profile("embedded", "", "smollm2-135m-instruct", "response_format", None, frozenset(DIALECTS)),
     "nvidia": Profile("nvidia", "https://integrate.api.nvidia.com/v1", "meta/llama-3.1-8b-instruct", "nvext",
-                      "NVIDIA_API_KEY"),
+                      "NVIDIA_API_KEY", frozenset({"nvext", "prompt_only"})),
     "hcompany": Profile("hcompany", "https://api.hcompany.ai/v1/", "holo3-122b-a10b", "structured_outputs",
-                        "HAI_API_KEY"),
+                        "HAI_API_KEY", frozenset({"structured_outputs", "prompt_only"})),
     "openai": Profile("openai", "", "", "response_format", "OPENAI_API_KEY"),
 }
 
@@ -136,6 +137,8 @@ def resolve_profile(backend: str | None = None, model: str | None = None, dialec
         profile = replace(profile, base_url=base)
     profile = replace(profile, model=model or setting("WORKSHOP_MODEL") or profile.model,
                       dialect=dialect or setting("WORKSHOP_DIALECT") or profile.dialect)
+    # A server is only known to speak the dialect it was configured with (and plain prompts).
+    profile = replace(profile, dialects_spoken=profile.dialects_spoken | {profile.dialect, "prompt_only"})
     if profile.dialect not in DIALECTS:
         raise ValueError(f"unknown dialect {profile.dialect!r}; choose one of {', '.join(DIALECTS)}")
     return profile

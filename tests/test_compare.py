@@ -1,0 +1,100 @@
+import json
+
+import pytest
+
+from helpers.backends import resolve_profile
+from helpers.compare import (MODES, ModeResult, Trial, accurate, answer_cases, guided_fields, load_results,
+                             prompt_for, run_grid, save_results, skip_reason, step_cases, table)
+from helpers.contract import format_error
+
+ANSWER = answer_cases()[0]
+STEP = step_cases()[1]
+
+
+def trial(mode="prompt_only", valid=True, accurate=True, seconds=1.0, **extra):
+    return Trial(mode, "q01", 0, valid, accurate, extra.get("repairs", 0), extra.get("fallback", False), seconds,
+                 0.2, 40, "{}")
+
+
+def test_the_task_set_has_both_contracts_with_labels():
+    assert len(answer_cases()) >= 12 and len(step_cases()) >= 8
+    assert set(ANSWER.labels) == {"status", "category"} and set(STEP.labels) == {"tool_name", "element", "content"}
+    assert "<output_format>" in STEP.messages_with_schema[0]["content"]
+    assert "<output_format>" not in STEP.messages_without_schema[0]["content"]
+
+
+@pytest.mark.parametrize("mode,expected", [
+    ("prompt_only", {}),
+    ("guided_nvext", {"extra_body": {"nvext": {"guided_json": ANSWER.schema}}}),
+    ("guided_structured_outputs", {"extra_body": {"structured_outputs": {"json": ANSWER.schema}}}),
+])
+def test_modes_map_to_their_dialect_whatever_the_backend(mode, expected):
+    assert guided_fields(resolve_profile("embedded"), mode, ANSWER) == expected
+
+
+def test_backend_dialect_modes_follow_the_profile(monkeypatch):
+    monkeypatch.setenv("NVIDIA_API_KEY", "nvapi-test")
+    nvidia = resolve_profile("nvidia")
+    assert guided_fields(nvidia, "guided_schema_not_in_prompt", ANSWER) == {
+        "extra_body": {"nvext": {"guided_json": ANSWER.schema}}}
+    assert prompt_for("guided_schema_not_in_prompt", ANSWER) is ANSWER.messages_without_schema
+
+
+def test_modes_a_backend_cannot_speak_are_skipped_with_the_reason(monkeypatch):
+    monkeypatch.setenv("HAI_API_KEY", "hai-test")
+    hcompany = resolve_profile("hcompany")
+    assert skip_reason(hcompany, "guided_nvext") == "the hcompany backend does not speak nvext"
+    assert skip_reason(hcompany, "guided_structured_outputs") is None
+    assert all(skip_reason(resolve_profile("embedded"), mode) is None for mode in MODES)
+    assert skip_reason(resolve_profile("embedded", dialect="prompt_only"), "two_phase")
+
+
+def test_accuracy_needs_validity_and_the_labelled_fields():
+    right = {"status": ANSWER.labels["status"], "answer": "x", "category": ANSWER.labels["category"],
+             "items": [], "missing": [], "sources": []}
+    assert accurate(ANSWER, right)
+    assert not accurate(ANSWER, {**right, "status": "not_found"})
+    assert not accurate(ANSWER, {**right, "extra": 1})
+    assert not accurate(ANSWER, None) and not accurate(ANSWER, format_error() | {"category": "campus_event"})
+
+
+def test_metrics_and_table():
+    result = ModeResult("prompt_only", "x", trials=[trial(valid=False, accurate=False, seconds=1.0),
+                                                     trial(seconds=3.0)])
+    metrics = result.metrics()
+    assert (metrics["valid_rate"], metrics["accuracy"], metrics["latency_p50_s"]) == (0.5, 0.5, 2.0)
+    assert metrics["completion_tokens_mean"] == 40
+    skipped = ModeResult("guided_nvext", "x", skipped="the hcompany backend does not speak nvext")
+    text = table([result, skipped])
+    assert "| prompt_only | 50% | 50% |" in text and "skipped: the hcompany backend does not speak nvext" in text
+
+
+class Profile:
+    name, dialect, dialects_spoken = "embedded", "response_format", frozenset({"response_format"})
+
+
+class Conn:
+    profile, model = Profile(), "m"
+
+
+def test_results_save_and_load(tmp_path):
+    results = [ModeResult("prompt_only", "x", trials=[trial()])]
+    save_results(results, Conn(), 1, tmp_path / "r.json")
+    loaded = load_results(tmp_path / "r.json")
+    assert loaded["model"] == "m" and loaded["modes"][0]["metrics"]["valid_rate"] == 1.0
+    assert "llguidance" in loaded["versions"]
+
+
+@pytest.mark.integration
+def test_a_tiny_grid_against_the_embedded_server(server_url):
+    from helpers.backends import connect
+
+    conn = connect()
+    results = run_grid(conn, 1, cases=[ANSWER])
+    assert [r.mode for r in results] == list(MODES) and all(len(r.trials) == 1 for r in results)
+    by_mode = {r.mode: r.trials[0] for r in results}
+    assert by_mode["guided_nvext"].completion_tokens and by_mode["guided_nvext"].ttft_s is not None
+    for mode in ("guided_nvext", "guided_structured_outputs", "guided_response_format"):
+        text = by_mode[mode].text
+        assert text.startswith("{")
+    json.dumps([r.metrics() for r in results])
