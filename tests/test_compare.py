@@ -98,3 +98,17 @@ def test_a_tiny_grid_against_the_embedded_server(server_url):
         text = by_mode[mode].text
         assert text.startswith("{")
     json.dumps([r.metrics() for r in results])
+
+
+@pytest.mark.integration
+def test_mask_trace_shows_forced_and_free_tokens(server_url):
+    from helpers.backends import connect
+    from helpers.mask_view import mask_trace
+
+    schema = {"type": "object", "properties": {"ok": {"type": "boolean"}}, "required": ["ok"],
+              "additionalProperties": False}
+    text, trace = mask_trace(connect(), [{"role": "user", "content": "Is water wet? Answer in JSON."}], schema)
+    assert json.loads(text)["ok"] in (True, False)
+    assert trace[0]["allowed"] == 1 and trace[0]["token"].startswith("{")
+    assert any(step["allowed"] > 1 for step in trace)
+    assert all({"token", "allowed", "top_before_mask", "top_after_mask"} <= set(step) for step in trace)
