@@ -234,3 +234,14 @@ def test_trace_shows_the_mask_at_work(server_url, model):
     first = answer["trace"][0]
     assert first["allowed"] < 10 and all(token in ("yes", "no", "y", "n", "ye") or token.strip()
                                          for token, _ in first["top_after_mask"])
+
+
+def test_string_pattern_length_and_number_bounds_are_enforced(client, model):
+    schema = {"type": "object", "additionalProperties": False, "required": ["sku", "code", "count"],
+              "properties": {"sku": {"type": "string", "pattern": "^NF-[0-9]{4}$"},
+                             "code": {"type": "string", "minLength": 3, "maxLength": 5},
+                             "count": {"type": "integer", "minimum": 3, "maximum": 7}}}
+    for seed in range(4):
+        reply = ask(client, model, guided_json("response_format", schema), seed, max_tokens=60)
+        assert reply.choices[0].finish_reason == "stop"
+        jsonschema.validate(json.loads(reply.choices[0].message.content), schema)
