@@ -144,18 +144,25 @@ def resolve_profile(backend: str | None = None, model: str | None = None, dialec
     return profile
 
 
+def embedded_client(base_url: str):
+    """An OpenAI client for the embedded server at `base_url`."""
+    from openai import DefaultHttpxClient, OpenAI
+
+    # Loopback must not go through a proxy configured for the internet; one model
+    # serves requests in turn, so a queued request may wait a while.
+    return OpenAI(base_url=base_url, api_key="embedded", max_retries=0, timeout=600,
+                  http_client=DefaultHttpxClient(trust_env=False))
+
+
 def connect(backend: str | None = None, *, model: str | None = None, dialect: str | None = None) -> Connection:
     """An OpenAI client for the chosen backend, its model and its guided-JSON spelling."""
-    from openai import DefaultHttpxClient, OpenAI
+    from openai import OpenAI
 
     profile = resolve_profile(backend, model, dialect)
     if profile.name == "embedded":
         from helpers.server_control import ensure_server
         profile = replace(profile, base_url=ensure_server())
-        # Loopback must not go through a proxy configured for the internet; one model
-        # serves requests in turn, so a queued request may wait a while.
-        client = OpenAI(base_url=profile.base_url, api_key="embedded", max_retries=0, timeout=600,
-                        http_client=DefaultHttpxClient(trust_env=False))
+        client = embedded_client(profile.base_url)
     else:
         client = OpenAI(base_url=profile.base_url, api_key=_api_key(profile))
     if not profile.model:

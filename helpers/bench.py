@@ -126,8 +126,7 @@ def step_schema_compile_ms(client, model: str) -> float:
 
 
 def main(argv: list[str] | None = None) -> None:
-    from openai import DefaultHttpxClient, OpenAI
-
+    from helpers.backends import embedded_client
     from helpers.engine import MODEL_ID
     from helpers.server_control import base_url, stop_server
 
@@ -138,8 +137,7 @@ def main(argv: list[str] | None = None) -> None:
     args = parser.parse_args(argv)
     ready_s = startup_seconds(args.port)
     try:
-        client = OpenAI(base_url=base_url(args.port), api_key="embedded", max_retries=0, timeout=600,
-                        http_client=DefaultHttpxClient(trust_env=False))
+        client = embedded_client(base_url(args.port))
         compile_ms = step_schema_compile_ms(client, MODEL_ID)
         plain, guided = ModeStats(), ModeStats()
         # Each mode runs twice, in ABBA order, so drift in machine load hits both alike.

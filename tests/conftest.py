@@ -12,10 +12,9 @@ def server_url() -> str:
 
 @pytest.fixture(scope="session")
 def client(server_url):
-    from openai import DefaultHttpxClient, OpenAI
+    from helpers.backends import embedded_client
 
-    return OpenAI(base_url=server_url, api_key="embedded", max_retries=0, timeout=300,
-                  http_client=DefaultHttpxClient(trust_env=False))
+    return embedded_client(server_url)
 
 
 @pytest.fixture(scope="session")

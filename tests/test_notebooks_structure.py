@@ -31,7 +31,7 @@ def test_every_notebook_opens_with_the_same_setup_cell(path):
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
 def test_colab_badge_points_at_this_notebook(path):
     top = source(cells(path)[0])
-    assert f"colab.research.google.com/github/" in top and f"/notebooks/{path.name})" in top
+    assert "colab.research.google.com/github/" in top and f"/notebooks/{path.name})" in top
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
