@@ -121,7 +121,9 @@ def read_intents(data: Any) -> list[Intent]:
         intents.append(Intent(SPECIAL_TOOLS.get(name, "tool_request"), name, args))
     for key in ("answer", "final_answer"):
         if isinstance(data.get(key), str):
-            intents.append(Intent("final_answer", "answer", {"content": data[key]}))
+            # The answer contract declares its intent in `status`: needs_clarification is a question back.
+            kind = "clarification" if data.get("status") == "needs_clarification" else "final_answer"
+            intents.append(Intent(kind, "answer", {"content": data[key]}))
     return intents
 
 
@@ -138,7 +140,7 @@ def decide(data: Any, ctx: Context) -> Decision:
     intent, dropped = choose(read_intents(data))
     if intent is None:
         return Decision(False, "malformed_structure", "no intent found: send one object with a tool_call")
-    if intent.kind == "final_answer" and REFUSAL.search(str(intent.args.get("content", ""))):
+    if _silent_refusal(intent, data):
         return Decision(False, "silent_refusal", "an empty or refusing answer is not a result: call abort(reason) "
                         "to stop, or ask_user(question) if something is unclear", intent, dropped)
     if intent.kind == "plan_update" and "confirm" in str(intent.args.get("plan", "")).lower():
@@ -149,6 +151,14 @@ def decide(data: Any, ctx: Context) -> Decision:
     problem = check_tool_request(intent, ctx)
     return Decision(problem is None, problem[0] if problem else None,
                     problem[1] if problem else f"{intent.tool} may run", intent, dropped)
+
+
+def _silent_refusal(intent: Intent, data: dict) -> bool:
+    """An empty or refusing final answer; the answer contract's status not_found is a refusal said out loud."""
+    content = str(intent.args.get("content", ""))
+    if intent.kind != "final_answer" or not REFUSAL.search(content):
+        return False
+    return not (content.strip() and data.get("status") == "not_found")
 
 
 def check_tool_request(intent: Intent, ctx: Context) -> tuple[str, str] | None:

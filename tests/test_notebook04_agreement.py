@@ -1,0 +1,103 @@
+"""The ladder notebook 04 builds rung by rung agrees with `helpers.ladder.climb`.
+
+The notebook's cells that build its own ladder start with `# notebook-version: climb`. This test runs
+those cells, and only those, in order, in a fresh namespace (no kernel, no model, no server), then
+climbs every reply of the broken-output corpus (plus a few edge cases) with both ladders and the same
+scripted repair function, and compares where each stopped, why, what it delivered and what it sent.
+"""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from helpers.contract import validate_answer
+from helpers.ladder import ANSWER_CONTRACT, Reply, climb, repair_messages
+
+ROOT = Path(__file__).resolve().parent.parent
+NOTEBOOK = ROOT / "notebooks" / "04_repair_ladder_and_harness.ipynb"
+MARKER = "# notebook-version: climb"
+
+CORPUS = [json.loads(line) for line in (ROOT / "data" / "broken_outputs.jsonl").read_text(encoding="utf-8").splitlines()]
+VALID = json.loads(next(case["reply"] for case in CORPUS if case["id"] == "clean"))
+REPLIES = [case["reply"] for case in CORPUS] + [None, "", " \n", "prose", '{"status": "done"}']
+IDS = [case["id"] for case in CORPUS] + ["none", "empty_string", "blank", "extra_prose", "extra_partial"]
+
+
+def notebook_ladder() -> dict[str, Any]:
+    cells = json.loads(NOTEBOOK.read_text(encoding="utf-8"))["cells"]
+    namespace: dict[str, Any] = {"__name__": "notebook_04"}
+    for cell in cells:
+        source = "".join(cell["source"])
+        if cell["cell_type"] == "code" and source.startswith(MARKER):
+            # dont_inherit: this module's __future__ import must not leak into the notebook's code.
+            exec(compile(source, f"{NOTEBOOK.name} [climb]", "exec", dont_inherit=True), namespace)
+    return namespace
+
+
+@pytest.fixture(scope="module")
+def nb() -> dict[str, Any]:
+    return notebook_ladder()
+
+
+class ScriptedRepair:
+    """A scripted repair function, not a model: a fixed rule picks one of five replies from the prompt.
+
+    It covers every way a repair can end: a valid object, prose, an empty reply, an object that is still
+    invalid, and a call that raises. It records every prompt it was sent.
+    """
+
+    REPLIES = [json.dumps(VALID), "I fixed it for you.", "", '{"status": "answered"}', ConnectionError]
+
+    def __init__(self):
+        self.prompts: list[list[dict]] = []
+
+    def text(self, messages: list[dict]) -> str:
+        self.prompts.append(messages)
+        choice = self.REPLIES[sum(map(ord, messages[1]["content"])) % len(self.REPLIES)]
+        if choice is ConnectionError:
+            raise ConnectionError("scripted: the server went away")
+        return choice
+
+
+def both(nb, raw, specific: bool, with_repair: bool = True):
+    ours, theirs = ScriptedRepair(), ScriptedRepair()
+    mine = nb["climb_by_hand"](raw, ours.text if with_repair else None, specific)
+    record = climb(raw, ANSWER_CONTRACT, (lambda m: Reply(theirs.text(m))) if with_repair else None, specific=specific)
+    return mine, record, ours.prompts, theirs.prompts
+
+
+def test_the_notebook_marks_its_ladder_cells(nb):
+    assert all(callable(nb.get(name)) for name in ("check_reply", "repair_prompt", "climb_by_hand"))
+
+
+def test_the_scripted_repair_reaches_every_ending(nb):
+    endings = {both(nb, raw, True)[0]["rung"] + str(both(nb, raw, True)[0]["cause"]) for raw in REPLIES}
+    assert {"validNone", "repairedNone", "fallbackvalid_json", "fallbackempty_model_response",
+            "fallbackrepair_failed: ConnectionError"} <= endings
+
+
+@pytest.mark.parametrize("specific", [True, False], ids=["specific", "vague"])
+@pytest.mark.parametrize("raw", REPLIES, ids=IDS)
+def test_notebook_ladder_agrees_with_helpers(nb, raw, specific):
+    mine, record, my_prompts, their_prompts = both(nb, raw, specific)
+    assert mine["rung"] == record.rung
+    assert mine["cause"] == record.cause
+    assert mine["data"] == record.data and validate_answer(mine["data"]) == []
+    assert mine["repair_raw"] == record.repair_raw
+    assert my_prompts == their_prompts
+
+
+@pytest.mark.parametrize("raw", REPLIES, ids=IDS)
+def test_notebook_ladder_without_repair_agrees_with_helpers(nb, raw):
+    mine, record, _, _ = both(nb, raw, True, with_repair=False)
+    assert (mine["rung"], mine["cause"], mine["data"]) == (record.rung, record.cause, record.data)
+
+
+@pytest.mark.parametrize("specific", [True, False], ids=["specific", "vague"])
+def test_notebook_repair_prompt_is_the_helpers(nb, specific):
+    errors = ["status: expected one of answered, not_found, needs_clarification; got 'done'", "missing key: items"]
+    assert nb["repair_prompt"]("raw reply", errors, specific) == repair_messages("raw reply", errors, ANSWER_CONTRACT,
+                                                                                 specific)
