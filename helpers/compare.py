@@ -294,10 +294,11 @@ def plot_results(results: list[ModeResult], title_suffix: str = ""):
     axes[1].set(title="Latency per request", xlabel="seconds")
     axes[1].invert_yaxis()
     axes[1].legend()
-    for name, m in zip(names, metrics):
-        axes[2].scatter(m["valid_rate"] * 100, m["accuracy"] * 100, s=60)
-        axes[2].annotate(name, (m["valid_rate"] * 100, m["accuracy"] * 100), fontsize=8,
-                         xytext=(4, 4), textcoords="offset points")
+    # Modes often land on the same point: distinct markers, drawn large to small, keep each one visible.
+    for i, (name, m) in enumerate(zip(names, metrics)):
+        axes[2].scatter(m["valid_rate"] * 100, m["accuracy"] * 100, s=160 - 18 * i, marker="osD^vPX"[i % 7],
+                        label=name, alpha=0.8)
+    axes[2].legend(fontsize=7, loc="upper left")
     axes[2].plot([0, 100], [0, 100], ls="--", color="grey", lw=1)
     axes[2].set(title="Valid is not the same as right", xlabel="% valid", ylabel="% accurate (labelled fields)",
                 xlim=(-5, 105), ylim=(-5, 105))
