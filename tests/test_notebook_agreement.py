@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 
 from helpers import contract, steps
+from test_steps import recording_handlers  # pytest puts tests/ on the path
 
 ROOT = Path(__file__).resolve().parent.parent
 NOTEBOOKS = ROOT / "notebooks"
@@ -167,17 +168,6 @@ def test_notebook_02_step_model_agrees_with_the_helpers(nb02, example):
 
 def test_notebook_02_tool_list_is_the_helpers(nb02):
     assert nb02.render_tool_list() == steps.render_tool_list()
-
-
-def recording_handlers(calls: list) -> dict:
-    def handler(name: str):
-        def run(**kwargs: Any) -> str:
-            calls.append((name, kwargs))
-            return f"{name} done"
-
-        return run
-
-    return {name: handler(name) for name in ("click", "write", "scroll", "go_back", "answer")}
 
 
 @pytest.mark.parametrize("example", [e for e in EXAMPLES if e["valid"]], ids=[e["id"] for e in EXAMPLES if e["valid"]])
