@@ -165,7 +165,8 @@ def check_tool_request(intent: Intent, ctx: Context) -> tuple[str, str] | None:
     """The checks before any side effect, in order; the first failure as (cause, message), else None."""
     spec = TOOLS.get(intent.tool)
     if spec is None:
-        return "unknown_tool", f"tool {intent.tool!r} is not declared; declared tools: {', '.join(TOOLS)}"
+        return "unknown_tool", (f"tool {intent.tool!r} is not declared; declared tools: {', '.join(TOOLS)}; "
+                                f"to finish, ask or stop: {', '.join(SPECIAL_TOOLS)}")
     required = [n for n, f in spec.model.model_fields.items() if f.is_required() and n != "tool_name"]
     if missing := [n for n in required if n not in intent.args]:
         return "missing_argument", f"{intent.tool} needs {', '.join(missing)}"

@@ -43,6 +43,12 @@ def test_each_failure_mode_is_a_typed_rejection(data, cause):
     assert decision.tool_output().startswith('<tool_output tool="harness">\nrejected (' + cause)
 
 
+def test_an_unknown_tool_is_answered_with_every_tool_and_intent_the_model_may_use():
+    message = decide(step({"tool_name": "teleport"}), Context()).message
+    assert all(name in message for name in ("click", "write", "scroll", "go_back", "answer", "ask_user",
+                                            "update_plan", "abort"))
+
+
 def test_checks_run_in_order_declared_before_arguments():
     assert decide(step({"tool_name": "teleport"}), Context()).cause == "unknown_tool"
     assert decide(step({"tool_name": "write"}), Context(role="viewer")).cause == "missing_argument"
