@@ -49,3 +49,11 @@ def test_committed_executed_without_errors(path):
     counts = [c["execution_count"] for c in code]
     assert counts == sorted(counts)
     assert not any(o["output_type"] == "error" for c in code for o in c["outputs"])
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
+def test_no_cell_hides_its_result_with_a_trailing_semicolon(path):
+    # nbval runs cells without storing history, so IPython does not see the ';' and shows the result anyway:
+    # the fresh run then has an output the committed notebook lacks, and nbval fails the cell.
+    code = [source(c).rstrip() for c in cells(path) if c["cell_type"] == "code"]
+    assert not [s.splitlines()[-1] for s in code if s.endswith(";")]
