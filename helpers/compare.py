@@ -17,6 +17,7 @@ from typing import Any, Callable
 
 import numpy as np
 
+from helpers.assistant import ENTRIES
 from helpers.contract import ANSWER_JSON_SCHEMA, parse_json_object, validate_answer
 from helpers.dialects import guided_json
 from helpers.ladder import ANSWER_CONTRACT, STEP_CONTRACT, climb, model_repair
@@ -96,11 +97,10 @@ ANSWER_INSTRUCTIONS = ("You answer questions about Northfield Institute using on
 
 
 def answer_cases(limit: int | None = None) -> list[Case]:
-    kb = {e["id"]: e for e in json.loads((DATA / "knowledge_base.json").read_text())["entries"]}
     questions = [json.loads(line) for line in (DATA / "kb_questions.jsonl").read_text().splitlines() if line.strip()]
     cases = []
     for q in questions[:limit]:
-        facts = [kb[s] for s in q["sources"] if s in kb] or list(kb.values())[:2]
+        facts = [ENTRIES[s] for s in q["sources"] if s in ENTRIES] or list(ENTRIES.values())[:2]
         fact_text = "\n".join(f"[{e['id']}] " + "; ".join(f"{k}: {v}" for k, v in e.items() if k != "id")
                               for e in facts)
         user = {"role": "user", "content": f"Facts:\n{fact_text}\n\nQuestion: {q['question']}"}
