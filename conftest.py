@@ -26,6 +26,6 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
-    from helpers.server_control import stop_server
+    from helpers.server.control import stop_server
 
     stop_server(int(os.environ["WORKSHOP_PORT"]))

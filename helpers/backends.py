@@ -23,6 +23,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from helpers.dialects import DIALECTS, guided_json
+from helpers.server import MODEL_ID
 
 
 @dataclass(frozen=True)
@@ -50,13 +51,16 @@ class Profile:
 
 
 PROFILES: dict[str, Profile] = {
-    "embedded": Profile("embedded", "", "smollm2-135m-instruct", "response_format", None, frozenset(DIALECTS)),
+    "embedded": Profile("embedded", "", MODEL_ID, "response_format", None, frozenset(DIALECTS)),
     "nvidia": Profile("nvidia", "https://integrate.api.nvidia.com/v1", "meta/llama-3.1-8b-instruct", "nvext",
                       "NVIDIA_API_KEY", frozenset({"nvext", "prompt_only"})),
     "hcompany": Profile("hcompany", "https://api.hcompany.ai/v1/", "holo3-122b-a10b", "structured_outputs",
                         "HAI_API_KEY", frozenset({"structured_outputs", "prompt_only"})),
     "openai": Profile("openai", "", "", "response_format", "OPENAI_API_KEY"),
 }
+
+
+EMBEDDED_RETRIES = 6
 
 
 @dataclass
@@ -148,9 +152,10 @@ def embedded_client(base_url: str):
     """An OpenAI client for the embedded server at `base_url`."""
     from openai import DefaultHttpxClient, OpenAI
 
-    # Loopback must not go through a proxy configured for the internet; one model
-    # serves requests in turn, so a queued request may wait a while.
-    return OpenAI(base_url=base_url, api_key="embedded", max_retries=0, timeout=600,
+    # Loopback must not go through a proxy configured for the internet. One model serves requests in
+    # turn, so a queued request may wait a while; a full queue answers 429 with Retry-After, which the
+    # client honours a bounded number of times (the server marks every other error as not worth retrying).
+    return OpenAI(base_url=base_url, api_key="embedded", max_retries=EMBEDDED_RETRIES, timeout=600,
                   http_client=DefaultHttpxClient(trust_env=False))
 
 
@@ -160,7 +165,7 @@ def connect(backend: str | None = None, *, model: str | None = None, dialect: st
 
     profile = resolve_profile(backend, model, dialect)
     if profile.name == "embedded":
-        from helpers.server_control import ensure_server
+        from helpers.server.control import ensure_server
         profile = replace(profile, base_url=ensure_server())
         client = embedded_client(profile.base_url)
     else:

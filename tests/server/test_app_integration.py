@@ -8,6 +8,7 @@ import jsonschema
 import pytest
 
 from helpers.dialects import DIALECTS, Constraint, guided_json, request_fields
+from helpers.server import MODEL_ID
 
 pytestmark = pytest.mark.integration
 
@@ -178,20 +179,28 @@ def test_eight_concurrent_clients_all_get_their_own_correct_answer(client, model
 BAD_BODIES = [
     (b"{not json", "invalid_json"),
     (json.dumps({"model": "gpt-9", "messages": [{"role": "user", "content": "x"}]}).encode(), "model_not_found"),
-    (json.dumps({"model": "smollm2-135m-instruct"}).encode(), "missing_messages"),
-    (json.dumps({"model": "smollm2-135m-instruct", "messages": [{"role": "user", "content": "x"}],
+    (json.dumps({"model": MODEL_ID}).encode(), "missing_messages"),
+    (json.dumps({"model": MODEL_ID, "messages": [{"role": "user", "content": "x"}],
                  "guided_json": {"type": "array", "uniqueItems": True}}).encode(), "unsupported_schema"),
-    (json.dumps({"model": "smollm2-135m-instruct", "messages": [{"role": "user", "content": "x"}],
+    (json.dumps({"model": MODEL_ID, "messages": [{"role": "user", "content": "x"}],
                  "guided_json": {"type": "bogus"}}).encode(), "unsupported_schema"),
-    (json.dumps({"model": "smollm2-135m-instruct", "messages": [{"role": "user", "content": "x"}],
+    (json.dumps({"model": MODEL_ID, "messages": [{"role": "user", "content": "x"}],
                  "guided_regex": "[a-"}).encode(), "unsupported_schema"),
-    (json.dumps({"model": "smollm2-135m-instruct", "messages": [{"role": "user", "content": "x"}],
+    (json.dumps({"model": MODEL_ID, "messages": [{"role": "user", "content": "x"}],
                  "guided_json": {"type": "object"}, "nvext": {"guided_json": {"type": "object"}}}).encode(),
      "conflicting_constraints"),
-    (json.dumps({"model": "smollm2-135m-instruct", "messages": [{"role": "user", "content": "x"}],
+    (json.dumps({"model": MODEL_ID, "messages": [{"role": "user", "content": "x"}],
                  "max_tokens": 100000}).encode(), "context_length_exceeded"),
-    (json.dumps({"model": "smollm2-135m-instruct",
+    (json.dumps({"model": MODEL_ID,
                  "messages": [{"role": "user", "content": "word " * 9000}]}).encode(), "context_length_exceeded"),
+    (json.dumps({"model": MODEL_ID, "messages": [{"role": "user", "content": "x"}],
+                 "guided_jsn": {"type": "object"}}).encode(), "unknown_parameter"),
+    (json.dumps({"model": MODEL_ID, "messages": [{"role": "user", "content": "x"}],
+                 "nvext": {"guided_json": {"type": "object"}, "repetition_penalty": 1.3}}).encode(),
+     "unsupported_parameter"),
+    # The first byte of U+4232B (0xF1) has no token in this vocabulary: the grammar can never be satisfied.
+    (json.dumps({"model": MODEL_ID, "messages": [{"role": "user", "content": "x"}], "max_tokens": 5,
+                 "guided_regex": "\U0004232b"}).encode(), "unsatisfiable_constraint"),
 ]
 
 

@@ -1,6 +1,6 @@
 import numpy as np
 
-from helpers.sampling import allowed_tokens, probabilities, sample, top_candidates
+from helpers.server.sampling import allowed_tokens, probabilities, sample, top_candidates
 
 
 def test_temperature_zero_is_greedy():

@@ -10,8 +10,8 @@ import json
 
 from llguidance import LLMatcher, LLTokenizer
 
-from helpers.api_errors import RequestError
 from helpers.dialects import Constraint
+from helpers.server.protocol import RequestError
 
 # Compact separators keep a tiny model on short, natural tokens (", " and ": "); a
 # schema can still ask for other whitespace through its own "x-guidance" options.

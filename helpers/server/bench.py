@@ -1,18 +1,30 @@
-"""Benchmark the embedded server, guided and unguided side by side: `python -m helpers.bench --trials 10`.
+"""Benchmark the embedded server: `python -m helpers.server.bench --trials 10`, or `--flood 40`.
 
-Every number comes from one run on one machine, so the ratios are what to compare:
-absolute times move with the machine and whatever else it is doing.
+The default run measures guided and unguided decoding side by side. Every number comes from
+one run on one machine, so the ratios are what to compare: absolute times move with the
+machine and whatever else it is doing.
+
+`--flood N` instead sends N requests at once, as a classroom might, and counts the answers:
+every client must get one (200, or 429 when the queue is full), none may hang or be dropped,
+and the server's resident memory is sampled throughout.
 """
 from __future__ import annotations
 
 import argparse
+import concurrent.futures
 import json
+import threading
 import time
+import urllib.error
+import urllib.request
+from collections import Counter
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import numpy as np
 
 from helpers.contract import ANSWER_JSON_SCHEMA, parse_json_object
+from helpers.server import MODEL_ID
 from helpers.steps import STEP_SCHEMA
 
 TASKS = [
@@ -83,7 +95,7 @@ def run_mode(client, model: str, guided: bool, trials: int, max_tokens: int) -> 
 
 
 def startup_seconds(port: int) -> float:
-    from helpers.server_control import start_server
+    from helpers.server.control import start_server
 
     started = time.perf_counter()
     start_server(port)
@@ -125,17 +137,84 @@ def step_schema_compile_ms(client, model: str) -> float:
     return reply.model_extra["timings"]["grammar_compile_ms"]
 
 
+def flood_request(url: str, seed: int, max_tokens: int, timeout: float) -> str:
+    """One client of the flood: its HTTP status, or what went wrong when no answer came."""
+    body = json.dumps({"model": MODEL_ID, "messages": messages_for(STEP_SCHEMA, TASKS[seed % 2][2]), "seed": seed,
+                       "max_tokens": max_tokens, "temperature": 0.7}).encode()
+    request = urllib.request.Request(url + "/chat/completions", data=body, headers={"Content-Type": "application/json"})
+    opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+    try:
+        with opener.open(request, timeout=timeout) as response:
+            json.loads(response.read())
+            return str(response.status)
+    except urllib.error.HTTPError as error:
+        answer = json.loads(error.read())
+        return f"{error.code}" if "error" in answer else f"{error.code} without an error body"
+    except (OSError, ValueError) as exc:
+        return f"no answer ({type(exc).__name__})"
+
+
+def resident_mib(pid: int) -> float | None:
+    """The process's resident memory from /proc (Linux); None elsewhere."""
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) / 1024
+    except OSError:
+        return None
+    return None
+
+
+def flood(port: int, clients: int, max_tokens: int, timeout: float) -> str:
+    from helpers.server.control import base_url, health
+
+    pid, url, peak = health(port)["pid"], base_url(port), [0.0]
+    done = threading.Event()
+
+    def sample_memory() -> None:
+        while not done.wait(0.2):
+            peak[0] = max(peak[0], resident_mib(pid) or 0.0)
+
+    sampler = threading.Thread(target=sample_memory, daemon=True)
+    sampler.start()
+    started = time.perf_counter()
+    with concurrent.futures.ThreadPoolExecutor(clients) as pool:
+        outcomes = Counter(pool.map(lambda seed: flood_request(url, seed, max_tokens, timeout), range(clients)))
+    seconds = time.perf_counter() - started
+    done.set()
+    sampler.join()
+    answered = outcomes["200"] + outcomes["429"]
+    after = health(port)
+    rows = [("clients", clients), ("answered 200", outcomes["200"]), ("answered 429 (queue full)", outcomes["429"]),
+            ("anything else", ", ".join(f"{k}: {v}" for k, v in outcomes.items() if k not in ("200", "429")) or 0),
+            ("every client answered", "yes" if answered == clients else f"no ({clients - answered} not)"),
+            ("/health after the flood", "answers" if after else "no answer"),
+            ("peak resident memory (MiB)", f"{peak[0]:.0f}" if peak[0] else "n/a (no /proc)"),
+            ("wall time (s)", f"{seconds:.1f}")]
+    return "\n".join(["| measure | result |", "|---|---|", *[f"| {name} | {value} |" for name, value in rows]])
+
+
 def main(argv: list[str] | None = None) -> None:
     from helpers.backends import embedded_client
-    from helpers.engine import MODEL_ID
-    from helpers.server_control import base_url, stop_server
+    from helpers.server.control import base_url, stop_server
 
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="python -m helpers.server.bench", description=__doc__.splitlines()[0])
     parser.add_argument("--trials", type=int, default=10, help="seeds per task and mode (4 tasks each)")
     parser.add_argument("--max-tokens", type=int, default=200)
     parser.add_argument("--port", type=int, default=8799, help="a free port for the benchmark's own server")
+    parser.add_argument("--flood", type=int, default=0, metavar="N",
+                        help="instead: N clients at once, each asking for 60 tokens; count the answers")
+    parser.add_argument("--flood-timeout", type=float, default=300.0, help="seconds each flood client waits")
     args = parser.parse_args(argv)
     ready_s = startup_seconds(args.port)
+    if args.flood:
+        try:
+            table = flood(args.port, args.flood, 60, args.flood_timeout)
+        finally:
+            stop_server(args.port)
+        print(f"python -m helpers.server.bench --flood {args.flood}  (60 tokens each, model {MODEL_ID})")
+        print(table)
+        return
     try:
         client = embedded_client(base_url(args.port))
         compile_ms = step_schema_compile_ms(client, MODEL_ID)
@@ -147,7 +226,7 @@ def main(argv: list[str] | None = None) -> None:
                 merge(guided if is_guided else plain, part)
     finally:
         stop_server(args.port)
-    print(f"python -m helpers.bench --trials {args.trials} --max-tokens {args.max_tokens}  "
+    print(f"python -m helpers.server.bench --trials {args.trials} --max-tokens {args.max_tokens}  "
           f"({len(TASKS)} tasks x {args.trials} seeds per mode, model {MODEL_ID})")
     print(report(guided, plain, ready_s, compile_ms))
 

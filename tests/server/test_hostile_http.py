@@ -1,0 +1,123 @@
+"""The real server under hostile HTTP, a flood and a fuzz: every client gets an answer, and the server keeps serving.
+
+These run on a server of their own, with a small queue (4) and a short socket timeout (2 s), so that the
+limits are reached quickly. Every loop is bounded in count and time, and only 127.0.0.1 is contacted.
+"""
+import concurrent.futures
+import json
+import socket
+import time
+import urllib.error
+import urllib.request
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from body_strategies import bodies, near_valid
+from helpers.backends import embedded_client
+from helpers.server import MODEL_ID
+from helpers.server.control import base_url, health, log_path, start_server, stop_server
+
+pytestmark = pytest.mark.integration
+QUEUE, SOCKET_TIMEOUT = 4, 2
+DIRECT = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+
+
+@pytest.fixture(scope="module")
+def port():
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        free = sock.getsockname()[1]
+    start_server(free, extra_args=("--queue", str(QUEUE), "--socket-timeout", str(SOCKET_TIMEOUT)))
+    yield free
+    stop_server(free)
+
+
+def post(port: int, body: dict | bytes, timeout: float = 120) -> tuple[int, dict | None]:
+    data = body if isinstance(body, bytes) else json.dumps(body).encode()
+    request = urllib.request.Request(base_url(port) + "/chat/completions", data=data,
+                                     headers={"Content-Type": "application/json"})
+    try:
+        with DIRECT.open(request, timeout=timeout) as response:
+            raw = response.read()
+            return response.status, json.loads(raw) if raw.startswith(b"{") else None
+    except urllib.error.HTTPError as error:
+        return error.code, json.loads(error.read())
+
+
+def small(seed: int = 0, **fields) -> dict:
+    return {"model": MODEL_ID, "messages": [{"role": "user", "content": "Name a colour."}], "max_tokens": 4,
+            "seed": seed, **fields}
+
+
+def raw_exchange(port: int, data: bytes) -> int:
+    with socket.create_connection(("127.0.0.1", port), timeout=SOCKET_TIMEOUT * 5) as sock:
+        sock.sendall(data)
+        answer = b""
+        while chunk := sock.recv(65536):
+            answer += chunk
+    return int(answer.split(b" ", 2)[1])
+
+
+@pytest.mark.parametrize("headers,status", [
+    (b"Content-Length: 10000000000\r\n\r\n{}", 413), (b"Content-Length: -5\r\n\r\n{}", 400),
+    (b"Content-Length: abc\r\n\r\n{}", 400), (b"\r\n{}", 411), (b"Content-Length: 10\r\n\r\n{}", 408),
+], ids=["huge", "negative", "not-a-number", "missing", "body-then-silence"])
+def test_a_lying_content_length_is_answered_and_the_server_keeps_serving(port, headers, status):
+    assert raw_exchange(port, b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\n" + headers) == status
+    assert post(port, small())[0] == 200
+
+
+def test_a_flood_of_clients_each_get_an_answer_and_health_still_answers(port):
+    with concurrent.futures.ThreadPoolExecutor(24) as pool:
+        outcomes = list(pool.map(lambda seed: post(port, small(seed)), range(24)))
+    statuses = [status for status, _ in outcomes]
+    assert set(statuses) <= {200, 429} and statuses.count(200) >= 1
+    assert statuses.count(429) >= 1, "24 clients against a queue of 4 should find it full"
+    assert all(body["error"]["code"] == "server_busy" for status, body in outcomes if status == 429)
+    assert health(port)["queue"]["waiting"] == 0
+
+
+def test_the_workshop_client_waits_out_a_full_queue_instead_of_failing(port):
+    client = embedded_client(base_url(port))
+
+    def ask(seed):
+        return client.chat.completions.create(**small(seed)).choices[0].finish_reason
+
+    with concurrent.futures.ThreadPoolExecutor(10) as pool:
+        assert set(pool.map(ask, range(10))) <= {"stop", "length"}
+
+
+def test_a_client_that_hangs_up_stops_its_decoding(port):
+    body = json.dumps(small(max_tokens=4000, messages=[{"role": "user", "content": "Write a very long story."}]))
+    with socket.create_connection(("127.0.0.1", port)) as sock:
+        sock.sendall(b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Length: %d\r\n\r\n%s"
+                     % (len(body), body.encode()))
+        time.sleep(1)
+    deadline = time.monotonic() + 20
+    while "client gone (Cancelled)" not in log_path(port).read_text() and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert "client gone (Cancelled)" in log_path(port).read_text()
+    assert health(port)["queue"]["busy"] is False
+
+
+def test_a_deadline_ends_the_reply_like_max_tokens(port):
+    status, answer = post(port, small(max_tokens=4000, x_deadline_s=0.5,
+                                      messages=[{"role": "user", "content": "Write a very long story."}]))
+    assert status == 200 and answer["choices"][0]["finish_reason"] == "length"
+    assert answer["usage"]["completion_tokens"] < 4000
+
+
+def fuzzed(body: dict) -> dict:
+    """A fuzzed body, kept cheap: a few tokens at most, and a deadline."""
+    return {**body, "max_tokens": 3, "x_deadline_s": 10} if isinstance(body, dict) else body
+
+
+@settings(max_examples=80, deadline=None, suppress_health_check=list(HealthCheck))
+@given(st.one_of(near_valid, bodies).map(fuzzed))
+def test_fuzzed_bodies_get_a_200_or_an_openai_shaped_4xx(port, body):
+    status, answer = post(port, body, timeout=60)
+    assert status == 200 or 400 <= status < 500, f"{status}: {answer}"
+    if status != 200:
+        assert set(answer["error"]) == {"message", "type", "param", "code"} and answer["error"]["message"]
