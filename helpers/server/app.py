@@ -30,7 +30,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from helpers.server import CHECKOUT, HOST, MODEL_ID, SERVER_NAME, code_version, current_user, package_version
-from helpers.server.engine import Cancelled, Completion, Engine, Job
+from helpers.server.engine import BATCH_THREADS, CONTEXT_TOKENS, DECODE_THREADS, Cancelled, Completion, Engine, Job
 from helpers.server.protocol import (
     AssistantMessage,
     ChatCompletion,
@@ -320,13 +320,13 @@ def exit_with(pid: int, server: Server) -> None:
     threading.Thread(target=watch, daemon=True).start()
 
 
-def serve(port: int, quiet: bool = False, n_ctx: int | None = None, queue_limit: int = DEFAULT_LIMIT,
+def serve(port: int, quiet: bool = False, n_ctx: int = CONTEXT_TOKENS, queue_limit: int = DEFAULT_LIMIT,
           body_limit_mb: float = DEFAULT_BODY_LIMIT_MB, socket_timeout: float = DEFAULT_SOCKET_TIMEOUT_S,
-          owner_pid: int | None = None) -> None:
+          owner_pid: int | None = None, threads: int = DECODE_THREADS, threads_batch: int = BATCH_THREADS) -> None:
     # Bind first, so a port in use fails at once, before the model loads.
     server = Server(port, None, int(body_limit_mb * 2**20), socket_timeout, quiet)
     queue = RequestQueue(queue_limit)
-    server.engine = Engine(n_ctx=n_ctx, queue=queue) if n_ctx else Engine(queue=queue)
+    server.engine = Engine(n_ctx=n_ctx, n_threads=threads, n_threads_batch=threads_batch, queue=queue)
     if owner_pid:
         exit_with(owner_pid, server)
     print(f"serving {MODEL_ID} on http://{HOST}:{port}/v1 (pid {os.getpid()}, queue {queue_limit})", flush=True)
@@ -343,7 +343,11 @@ def main(argv: list[str] | None = None) -> None:
                                      description="OpenAI-compatible server for the embedded SmolLM2 model "
                                                  "with llguidance-enforced structured outputs (127.0.0.1 only).")
     parser.add_argument("--port", type=int, default=8765)
-    parser.add_argument("--ctx", type=int, default=None, help="context size in tokens (default 8192)")
+    parser.add_argument("--ctx", type=int, default=CONTEXT_TOKENS, help=f"context size in tokens (default {CONTEXT_TOKENS})")
+    parser.add_argument("--threads", type=int, default=DECODE_THREADS,
+                        help=f"threads per decoded token (default {DECODE_THREADS}: see engine.py for why)")
+    parser.add_argument("--threads-batch", type=int, default=BATCH_THREADS,
+                        help=f"threads for prompt evaluation (default {BATCH_THREADS} on this machine)")
     parser.add_argument("--queue", type=int, default=DEFAULT_LIMIT,
                         help=f"requests that may wait for the model; more get 429 (default {DEFAULT_LIMIT})")
     parser.add_argument("--max-body-mb", type=float, default=DEFAULT_BODY_LIMIT_MB,
@@ -354,4 +358,5 @@ def main(argv: list[str] | None = None) -> None:
                         help="shut down when this process ends (./workshop lab passes its own)")
     parser.add_argument("--quiet", action="store_true", help="do not log each request")
     args = parser.parse_args(argv)
-    serve(args.port, args.quiet, args.ctx, args.queue, args.max_body_mb, args.socket_timeout, args.exit_with)
+    serve(args.port, args.quiet, args.ctx, args.queue, args.max_body_mb, args.socket_timeout, args.exit_with,
+          args.threads, args.threads_batch)

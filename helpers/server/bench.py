@@ -94,11 +94,11 @@ def run_mode(client, model: str, guided: bool, trials: int, max_tokens: int) -> 
     return stats
 
 
-def startup_seconds(port: int) -> float:
+def startup_seconds(port: int, server_args: tuple[str, ...] = ()) -> float:
     from helpers.server.control import start_server
 
     started = time.perf_counter()
-    start_server(port)
+    start_server(port, extra_args=server_args)
     return time.perf_counter() - started
 
 
@@ -165,11 +165,21 @@ def resident_mib(pid: int) -> float | None:
     return None
 
 
-def flood(port: int, clients: int, max_tokens: int, timeout: float) -> str:
+def keep_busy(url: str, done: threading.Event) -> None:
+    """Another model process working flat out on the same cores: a student running a notebook meanwhile."""
+    seed = 0
+    while not done.is_set():
+        flood_request(url, seed, 200, 120)
+        seed += 1
+
+
+def flood(port: int, clients: int, max_tokens: int, timeout: float, load_port: int | None = None) -> str:
     from helpers.server.control import base_url, health
 
     pid, url, peak = health(port)["pid"], base_url(port), [0.0]
     done = threading.Event()
+    if load_port:
+        threading.Thread(target=keep_busy, args=(base_url(load_port), done), daemon=True).start()
 
     def sample_memory() -> None:
         while not done.wait(0.2):
@@ -185,7 +195,7 @@ def flood(port: int, clients: int, max_tokens: int, timeout: float) -> str:
     sampler.join()
     answered = outcomes["200"] + outcomes["429"]
     after = health(port)
-    rows = [("clients", clients), ("answered 200", outcomes["200"]), ("answered 429 (queue full)", outcomes["429"]),
+    rows = [("clients", clients), ("another model process busy meanwhile", "yes" if load_port else "no"), ("answered 200", outcomes["200"]), ("answered 429 (queue full)", outcomes["429"]),
             ("anything else", ", ".join(f"{k}: {v}" for k, v in outcomes.items() if k not in ("200", "429")) or 0),
             ("every client answered", "yes" if answered == clients else f"no ({clients - answered} not)"),
             ("/health after the flood", "answers" if after else "no answer"),
@@ -205,14 +215,24 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--flood", type=int, default=0, metavar="N",
                         help="instead: N clients at once, each asking for 60 tokens; count the answers")
     parser.add_argument("--flood-timeout", type=float, default=300.0, help="seconds each flood client waits")
+    parser.add_argument("--threads", type=int, default=None, help="decode threads for the benchmark's server")
+    parser.add_argument("--with-load", action="store_true",
+                        help="with --flood: a second model server on --port + 1 decodes flat out meanwhile")
     args = parser.parse_args(argv)
-    ready_s = startup_seconds(args.port)
+    server_args = ("--threads", str(args.threads)) if args.threads else ()
+    ready_s = startup_seconds(args.port, server_args)
     if args.flood:
+        load_port = args.port + 1 if args.with_load else None
         try:
-            table = flood(args.port, args.flood, 60, args.flood_timeout)
+            if load_port:
+                startup_seconds(load_port, server_args)
+            table = flood(args.port, args.flood, 60, args.flood_timeout, load_port)
         finally:
             stop_server(args.port)
-        print(f"python -m helpers.server.bench --flood {args.flood}  (60 tokens each, model {MODEL_ID})")
+            if load_port:
+                stop_server(load_port)
+        print(f"python -m helpers.server.bench --flood {args.flood}{' --with-load' if load_port else ''}  "
+              f"(60 tokens each, model {MODEL_ID})")
         print(table)
         return
     try:
@@ -226,7 +246,8 @@ def main(argv: list[str] | None = None) -> None:
                 merge(guided if is_guided else plain, part)
     finally:
         stop_server(args.port)
-    print(f"python -m helpers.server.bench --trials {args.trials} --max-tokens {args.max_tokens}  "
+    threads = f" --threads {args.threads}" if args.threads else ""
+    print(f"python -m helpers.server.bench --trials {args.trials} --max-tokens {args.max_tokens}{threads}  "
           f"({len(TASKS)} tasks x {args.trials} seeds per mode, model {MODEL_ID})")
     print(report(guided, plain, ready_s, compile_ms))
 
