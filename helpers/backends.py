@@ -1,34 +1,51 @@
 """Which model answers, and how it spells guided JSON: the one place that chooses a backend.
 
 `connect()` reads the environment (then a `.env` file, then Colab secrets) and returns
-a `Connection`: an official `openai.OpenAI` client, the model name, and a `Profile`
-whose `guided(schema)` gives the request fields that backend understands.
+a `Connection`: an official `openai` client, the model name, and a `Profile` whose
+`guided(schema)` gives the request fields that backend understands.
 
-| backend   | chosen when                        | dialect            |
-| --------- | ---------------------------------- | ------------------ |
-| nvidia    | NVIDIA_API_KEY is set              | nvext              |
-| hcompany  | HAI_API_KEY is set                 | structured_outputs |
-| openai    | OPENAI_BASE_URL is set             | response_format    |
-| embedded  | none of the above (the default)    | response_format    |
+| backend   | chosen when                        | dialect                                                 |
+| --------- | ---------------------------------- | ------------------------------------------------------- |
+| nvidia    | NVIDIA_API_KEY is set              | nvext, as NIM documents it                              |
+| hcompany  | HAI_API_KEY is set                 | structured_outputs, as H Company documents it           |
+| openai    | OPENAI_BASE_URL is set             | probed: the first enforced dialect in PROBE_ORDER       |
+| embedded  | none of the above (the default)    | response_format (the embedded server speaks them all)   |
 
-`WORKSHOP_BACKEND`, `WORKSHOP_MODEL` and `WORKSHOP_DIALECT` override the choice.
+`WORKSHOP_BACKEND`, `WORKSHOP_MODEL` and `WORKSHOP_DIALECT` override the choice; an explicit
+dialect is obeyed without probing.
+
+`probe(connection)` (or `python -m helpers.backends --probe`) sends one small request per dialect,
+asking for a reply that matches a schema no unguided model satisfies by chance, and classifies
+each dialect as **enforced** (the reply matches), **ignored** (an answer, but the reply does not
+match: the server dropped the field, or fell back to "any JSON") or **rejected** (an error, with
+the server's words). Ignored is the dangerous one: the request succeeds and nothing is enforced.
+
 API keys are read, handed to the client and never printed, logged or stored.
 """
 from __future__ import annotations
 
+import argparse
+import functools
 import getpass
+import json
 import os
+import secrets
 import sys
+import time
+import warnings
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import Any, Literal
 
-from helpers.dialects import DIALECTS, guided_json
+import openai
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
+
+from helpers.dialects import DIALECTS, Constraint, guided_json, request_fields
 from helpers.server import MODEL_ID
 
 
 @dataclass(frozen=True)
 class Profile:
-    """A backend: where it lives, which model, and which guided-decoding dialect it speaks."""
+    """A backend: where it lives, which model, which guided-decoding dialect it speaks, and why that one."""
 
     name: str
     base_url: str
@@ -36,6 +53,8 @@ class Profile:
     dialect: str
     key_name: str | None = None
     dialects_spoken: frozenset[str] = frozenset()
+    dialect_reason: str = ""
+    probe_verdicts: tuple[tuple[str, str], ...] = ()
 
     def guided(self, schema: dict, name: str = "output") -> dict[str, Any]:
         """Extra arguments for `chat.completions.create` that constrain the reply to `schema`."""
@@ -50,17 +69,46 @@ class Profile:
         return f"/no_think\n{text}" if "nemotron" in self.model.lower() else text
 
 
+NOT_PROBED = "not probed yet: connect() asks the server which dialects it enforces"
 PROFILES: dict[str, Profile] = {
-    "embedded": Profile("embedded", "", MODEL_ID, "response_format", None, frozenset(DIALECTS)),
+    "embedded": Profile("embedded", "", MODEL_ID, "response_format", None, frozenset(DIALECTS),
+                        "the embedded server enforces every dialect; response_format is OpenAI's own spelling"),
     "nvidia": Profile("nvidia", "https://integrate.api.nvidia.com/v1", "meta/llama-3.1-8b-instruct", "nvext",
-                      "NVIDIA_API_KEY", frozenset({"nvext", "prompt_only"})),
+                      "NVIDIA_API_KEY", frozenset({"nvext", "prompt_only"}),
+                      "NIM's documented spelling (python -m helpers.backends --probe checks it)"),
     "hcompany": Profile("hcompany", "https://api.hcompany.ai/v1/", "holo3-122b-a10b", "structured_outputs",
-                        "HAI_API_KEY", frozenset({"structured_outputs", "prompt_only"})),
-    "openai": Profile("openai", "", "", "response_format", "OPENAI_API_KEY"),
+                        "HAI_API_KEY", frozenset({"structured_outputs", "prompt_only"}),
+                        "H Company's documented spelling (python -m helpers.backends --probe checks it)"),
+    "openai": Profile("openai", "", "", "response_format", "OPENAI_API_KEY", dialect_reason=NOT_PROBED),
 }
 
-
+# OpenAI's own spelling first (most servers speak it), then vLLM's current one, then the spellings
+# only one server family uses: llama-cpp-python, vLLM <= 0.11, NIM 1.x.
+PROBE_ORDER = ("response_format", "structured_outputs", "json_object_schema", "guided_json", "nvext")
 EMBEDDED_RETRIES = 6
+# Keys the workshop itself hands to servers that need none; anything else is a secret to keep out of messages.
+PLACEHOLDER_KEYS = {"embedded", "not-needed"}
+
+
+class ShortTraceback:
+    """An error whose message says everything: IPython shows the message, not a traceback through library code."""
+
+    def _render_traceback_(self) -> list[str]:
+        return [f"{type(self).__name__}: {self}"]
+
+
+class BackendError(ShortTraceback, RuntimeError):
+    """The backend cannot be used as configured; the message says what to change."""
+
+
+class GuidedRequestError(ShortTraceback, openai.APIStatusError):
+    """A server refused a guided request. The message names the backend, the dialect sent, the server's
+    own words and the fix. Raised as a subclass of the openai client's own error for that status, so
+    code that catches `openai.BadRequestError` (or any `openai.APIError`) still does."""
+
+    backend: str
+    dialect: str
+    server_message: str
 
 
 @dataclass
@@ -75,8 +123,10 @@ class Connection:
     def describe(self) -> str:
         where = self.profile.base_url or "(started on demand)"
         return (f"backend: {self.profile.name}\nmodel:   {self.model}\ndialect: {self.profile.dialect} "
-                f"- {DIALECTS[self.profile.dialect]}\nurl:     {where}")
+                f"- {DIALECTS[self.profile.dialect]}\nwhy:     {self.profile.dialect_reason}\nurl:     {where}")
 
+
+# --- settings -------------------------------------------------------------------------------------------------
 
 def _dotenv(name: str) -> str | None:
     try:
@@ -127,49 +177,346 @@ def _api_key(profile: Profile) -> str:
         return "not-needed"  # vLLM, Ollama and self-hosted NIM often run without a key
     if sys.stdin is not None and sys.stdin.isatty():
         return getpass.getpass(f"{profile.key_name} (input hidden): ").strip()
-    raise RuntimeError(f"the {profile.name} backend needs {profile.key_name}: set it in the environment, "
+    raise BackendError(f"the {profile.name} backend needs {profile.key_name}: set it in the environment, "
                        "a .env file or Colab's secrets panel")
 
 
 def resolve_profile(backend: str | None = None, model: str | None = None, dialect: str | None = None) -> Profile:
-    """The profile for `backend` with the model, dialect and URL overrides applied."""
+    """The profile for `backend` with the model, dialect and URL overrides applied; no network call.
+
+    For the openai backend without an explicit dialect, the dialect is a placeholder until `connect()` probes.
+    """
     profile = PROFILES[backend or choose_backend()]
     if profile.name == "openai":
         base = setting("OPENAI_BASE_URL")
         if not base:
-            raise RuntimeError("the openai backend needs OPENAI_BASE_URL, e.g. http://localhost:8000/v1 for vLLM")
+            raise BackendError("the openai backend needs OPENAI_BASE_URL, e.g. http://localhost:8000/v1 for vLLM")
         profile = replace(profile, base_url=base)
-    profile = replace(profile, model=model or setting("WORKSHOP_MODEL") or profile.model,
-                      dialect=dialect or setting("WORKSHOP_DIALECT") or profile.dialect)
-    # A server is only known to speak the dialect it was configured with (and plain prompts).
-    profile = replace(profile, dialects_spoken=profile.dialects_spoken | {profile.dialect, "prompt_only"})
+    profile = replace(profile, model=model or setting("WORKSHOP_MODEL") or profile.model)
+    if dialect or setting("WORKSHOP_DIALECT"):
+        profile = replace(profile, dialect=dialect or setting("WORKSHOP_DIALECT"),
+                          dialect_reason="passed to connect()" if dialect else "set by WORKSHOP_DIALECT")
     if profile.dialect not in DIALECTS:
         raise ValueError(f"unknown dialect {profile.dialect!r}; choose one of {', '.join(DIALECTS)}")
-    return profile
+    # A server is only known to speak the dialect it was configured with (and plain prompts).
+    return replace(profile, dialects_spoken=profile.dialects_spoken | {profile.dialect, "prompt_only"})
 
 
-def embedded_client(base_url: str):
+# --- the client: the official one, with guided-request errors explained ----------------------------------------
+
+@functools.cache
+def _guided_paths() -> tuple[tuple[str, tuple[str, ...]], ...]:
+    """Where each dialect puts its constraint in a request body, read off `request_fields` (the one source)."""
+    mark = object()
+
+    def path_to(value: Any) -> tuple[str, ...] | None:
+        if value is mark:
+            return ()
+        for key, inner in value.items() if isinstance(value, dict) else ():
+            found = path_to(inner)
+            if found is not None:
+                return (key, *found)
+        return None
+
+    paths = []
+    for dialect in DIALECTS:
+        for kind in ("json_schema", "choice", "regex"):
+            try:
+                fields = request_fields(dialect, Constraint(kind, mark))
+            except ValueError:  # the dialect has no spelling for this kind of constraint
+                continue
+            body = {**fields.pop("extra_body", {}), **fields}
+            if (path := path_to(body)) is not None:
+                paths.append((dialect, path))
+    return tuple(paths)
+
+
+def dialect_sent(body: bytes | str) -> str | None:
+    """The dialect a chat-completions request body asked for guided decoding in; None for a plain request."""
+    try:
+        data = json.loads(body)
+    except ValueError:
+        return None
+    for dialect, path in _guided_paths():
+        value = data
+        for key in path:
+            value = value.get(key) if isinstance(value, dict) else None
+        if value is not None:
+            return dialect
+    return None
+
+
+def server_message(error: openai.APIStatusError) -> str:
+    """The server's own words about an error, on one line."""
+    body = error.body
+    text = (body.get("message") or body.get("detail") or body) if isinstance(body, dict) else body
+    text = text if isinstance(text, str) else json.dumps(text)
+    return " ".join((text or error.response.text or f"HTTP {error.status_code}").split())[:240]
+
+
+def _fix(backend: str, dialect: str, enforced: list[str] | None) -> str:
+    if backend == "embedded" or (enforced and dialect in enforced):
+        return (f"fix: this server enforces {dialect}, so the request itself is the problem: the server's "
+                "message names it")
+    if enforced:
+        return (f"fix: this server enforces {', '.join(enforced)}: set WORKSHOP_DIALECT={enforced[0]} "
+                "and restart the kernel")
+    if enforced is not None:
+        return "fix: this server enforces no dialect: set WORKSHOP_DIALECT=prompt_only, or use another server"
+    return ("fix: run `python -m helpers.backends --probe` to see which dialects this server enforces, then set "
+            "WORKSHOP_DIALECT to one of them (or, for the openai backend, unset it so that connect() probes) "
+            "and restart the kernel")
+
+
+@functools.cache
+def _guided_error_class(base: type[openai.APIStatusError]) -> type[GuidedRequestError]:
+    return type(f"Guided{base.__name__}", (GuidedRequestError, base), {})
+
+
+class WorkshopClient(openai.OpenAI):
+    """The official client with one change: a refused guided request raises a `GuidedRequestError`
+    that says what to do, instead of a bare status error from deep inside the client."""
+
+    workshop_backend = "unknown"
+
+    def copy(self, **kwargs: Any) -> WorkshopClient:
+        twin = super().copy(**kwargs)
+        twin.workshop_backend = self.workshop_backend
+        return twin
+
+    with_options = copy
+
+    def _make_status_error(self, err_msg: str, *, body: object, response: Any) -> openai.APIStatusError:
+        # The openai client turns every error answer into an exception here, and each client class overrides it.
+        error = super()._make_status_error(err_msg, body=body, response=response)
+        dialect = dialect_sent(response.request.content)
+        if dialect is None:
+            return error
+        said = server_message(error)
+        if self.api_key and self.api_key not in PLACEHOLDER_KEYS:
+            said = said.replace(self.api_key, "[key]")
+        model = json.loads(response.request.content).get("model", "")
+        probed = _PROBED.get((str(self.base_url), model))
+        enforced = [c.dialect for c in probed if c.verdict == "enforced"] if probed is not None else None
+        explained = _guided_error_class(type(error))(
+            f"the {self.workshop_backend} backend refused a guided request in the {dialect} dialect "
+            f"(HTTP {error.status_code}): {said}\n{_fix(self.workshop_backend, dialect, enforced)}",
+            response=response, body=error.body)
+        explained.backend, explained.dialect, explained.server_message = self.workshop_backend, dialect, said
+        return explained
+
+
+def embedded_client(base_url: str) -> WorkshopClient:
     """An OpenAI client for the embedded server at `base_url`."""
-    from openai import DefaultHttpxClient, OpenAI
+    from openai import DefaultHttpxClient
 
     # Loopback must not go through a proxy configured for the internet. One model serves requests in
     # turn, so a queued request may wait a while; a full queue answers 429 with Retry-After, which the
     # client honours a bounded number of times (the server marks every other error as not worth retrying).
-    return OpenAI(base_url=base_url, api_key="embedded", max_retries=EMBEDDED_RETRIES, timeout=600,
-                  http_client=DefaultHttpxClient(trust_env=False))
+    client = WorkshopClient(base_url=base_url, api_key="embedded", max_retries=EMBEDDED_RETRIES, timeout=600,
+                            http_client=DefaultHttpxClient(trust_env=False))
+    client.workshop_backend = "embedded"
+    return client
+
+
+# --- the probe --------------------------------------------------------------------------------------------------
+
+Verdict = Literal["enforced", "ignored", "rejected"]
+PROBE_MAX_TOKENS = 100
+PROBE_TIMEOUT_S = 120
+
+
+class _ProbeDetail(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    word: str = Field(max_length=12)
+
+
+def probe_model(token: str) -> type[BaseModel]:
+    """The probe's contract. A required `const` of a random token: no unguided model writes it by chance.
+    Around it, the keywords the workshop's own schemas rely on ($ref, anyOf, enum, maxLength,
+    additionalProperties: false): a server that cannot convert them and quietly falls back to
+    "any JSON" fails the token, and so shows up as ignored."""
+    return create_model("Probe", __config__=ConfigDict(extra="forbid"), token=(Literal[token], ...),
+                        answer=(Literal["yes", "no"], ...), detail=(_ProbeDetail | None, ...))
+
+
+@dataclass(frozen=True)
+class DialectCheck:
+    dialect: str
+    verdict: Verdict
+    detail: str
+    seconds: float
+
+
+@dataclass(frozen=True)
+class ProbeResult:
+    """What one server did with each dialect; `report(active)` adds what that means for the active one."""
+
+    backend: str
+    model: str
+    base_url: str
+    checks: tuple[DialectCheck, ...]
+
+    @property
+    def enforced(self) -> list[str]:
+        return [c.dialect for c in self.checks if c.verdict == "enforced"]
+
+    def check(self, dialect: str) -> DialectCheck | None:
+        return next((c for c in self.checks if c.dialect == dialect), None)
+
+    def table(self) -> str:
+        rows = [f"| {c.dialect} | {c.verdict} | {c.detail.replace('|', '/')} |" for c in self.checks]
+        return "\n".join(["| dialect | verdict | what happened |", "|---|---|---|", *rows])
+
+    def advice(self, active: str) -> str:
+        if active == "prompt_only":
+            if not self.enforced:
+                return ("No dialect is enforced here, so the active dialect is prompt_only: the guided cells "
+                        "will show prompt-only behaviour.")
+            return f"The active dialect is prompt_only; this server enforces {', '.join(self.enforced)}."
+        verdict = self.check(active).verdict
+        if verdict == "enforced":
+            return f"The active dialect, {active}, is enforced."
+        effect = ("guided requests run unconstrained, like prompt-only" if verdict == "ignored"
+                  else "guided requests fail")
+        fix = (f"set WORKSHOP_DIALECT={self.enforced[0]}" if self.enforced
+               else "no dialect is enforced: set WORKSHOP_DIALECT=prompt_only or use another server")
+        return f"Warning: the active dialect, {active}, was {verdict}: {effect}. Fix: {fix}, and restart the kernel."
+
+    def report(self, active: str) -> str:
+        return (f"probe of {self.base_url} (backend {self.backend}, model {self.model}):\n\n"
+                f"{self.table()}\n\n{self.advice(active)}")
+
+
+_PROBED: dict[tuple[str, str], tuple[DialectCheck, ...]] = {}
+
+
+def _mismatch(model: type[BaseModel], text: str) -> str | None:
+    """Why `text` is not a probe object (None when it is)."""
+    try:
+        json.loads(text)
+    except ValueError:
+        return f"the reply is not JSON: {' '.join(text.split())[:60]!r}"
+    try:
+        model.model_validate_json(text, strict=True)
+    except ValidationError as exc:
+        where = "; ".join(f"{'.'.join(map(str, e['loc'])) or 'the object'}: {e['type']}" for e in exc.errors())
+        return f"the reply does not match the probe schema ({where})"
+    return None
+
+
+def _check(connection: Connection, dialect: str, model: type[BaseModel]) -> DialectCheck:
+    # No retries: a 500 is a verdict, and a server that answers slowly should not be asked again.
+    client = connection.client.with_options(max_retries=0, timeout=PROBE_TIMEOUT_S)
+    messages = [{"role": "system", "content": connection.profile.system_prompt("You are a helpful assistant.")},
+                {"role": "user", "content": "Is the sky blue? Answer in one short sentence."}]
+    started = time.perf_counter()
+    try:
+        reply = client.chat.completions.create(model=connection.model, messages=messages, temperature=0,
+                                               max_tokens=PROBE_MAX_TOKENS,
+                                               **guided_json(dialect, model.model_json_schema(), "probe"))
+    except openai.RateLimitError:
+        raise BackendError(f"the {connection.profile.name} backend is busy or rate-limited (HTTP 429): "
+                           "run the probe again in a minute") from None
+    except openai.APIStatusError as exc:
+        said = exc.server_message if isinstance(exc, GuidedRequestError) else server_message(exc)
+        return DialectCheck(dialect, "rejected", f"HTTP {exc.status_code}: {said}", time.perf_counter() - started)
+    except openai.APIConnectionError as exc:
+        raise BackendError(f"cannot reach the {connection.profile.name} backend at {connection.profile.base_url} "
+                           f"({type(exc).__name__}): is the server running, and is the URL right?") from None
+    seconds = time.perf_counter() - started
+    choice = reply.choices[0]
+    problem = _mismatch(model, choice.message.content or "")
+    if problem is None:
+        return DialectCheck(dialect, "enforced", "the reply matched the probe schema", seconds)
+    cut = " (cut by max_tokens)" if choice.finish_reason == "length" else ""
+    return DialectCheck(dialect, "ignored", f"an answer, but {problem}{cut}", seconds)
+
+
+def probe(connection: Connection, *, show: bool = True, refresh: bool = False) -> ProbeResult:
+    """Ask the server once per dialect in PROBE_ORDER and classify each; cached per base URL and model
+    for the life of the process. `show` prints the table and what it means for the active dialect."""
+    key = (str(connection.client.base_url), connection.model)
+    if refresh or key not in _PROBED:
+        model = probe_model(f"probe-{secrets.token_hex(3)}")
+        _PROBED[key] = tuple(_check(connection, dialect, model) for dialect in PROBE_ORDER)
+    result = ProbeResult(connection.profile.name, connection.model, connection.profile.base_url, _PROBED[key])
+    if show:
+        print(result.report(connection.profile.dialect))
+    return result
+
+
+def _probed_profile(profile: Profile, result: ProbeResult) -> Profile:
+    """The profile with the dialect the probe picked: the first enforced one in PROBE_ORDER, else prompt_only."""
+    verdicts = tuple((c.dialect, c.verdict) for c in result.checks)
+    if not result.enforced:
+        seen = ", ".join(f"{d} {v}" for d, v in verdicts)
+        warnings.warn(f"{profile.base_url} enforces no guided-decoding dialect ({seen}): falling back to "
+                      "prompt_only, so the notebooks' guided cells will show prompt-only behaviour", stacklevel=3)
+        return replace(profile, dialect="prompt_only", dialects_spoken=frozenset({"prompt_only"}),
+                       dialect_reason=f"probed: no dialect enforced ({seen}), so prompt_only",
+                       probe_verdicts=verdicts)
+    picked = result.enforced[0]
+    seen = ", ".join(f"{d} {v}" for d, v in verdicts[:[d for d, _ in verdicts].index(picked) + 1])
+    return replace(profile, dialect=picked, dialects_spoken=frozenset({*result.enforced, "prompt_only"}),
+                   dialect_reason=f"probed in order: {seen}", probe_verdicts=verdicts)
+
+
+def _first_model(client: Any, profile: Profile) -> str:
+    try:
+        models = client.models.list().data
+    except openai.APIConnectionError as exc:
+        raise BackendError(f"cannot reach the {profile.name} backend at {profile.base_url} ({type(exc).__name__}): "
+                           "is the server running, and is OPENAI_BASE_URL right?") from None
+    except openai.APIStatusError as exc:
+        raise BackendError(f"the {profile.name} backend at {profile.base_url} answered HTTP {exc.status_code} "
+                           f"when asked for its models: {server_message(exc)}; set WORKSHOP_MODEL, or check "
+                           "the URL and OPENAI_API_KEY") from None
+    if not models:
+        raise BackendError(f"the {profile.name} backend at {profile.base_url} lists no model: set WORKSHOP_MODEL")
+    return models[0].id
 
 
 def connect(backend: str | None = None, *, model: str | None = None, dialect: str | None = None) -> Connection:
-    """An OpenAI client for the chosen backend, its model and its guided-JSON spelling."""
-    from openai import OpenAI
+    """An OpenAI client for the chosen backend, its model and its guided-JSON spelling.
 
+    For the openai backend with no dialect given (argument or WORKSHOP_DIALECT), the server is probed and
+    the first enforced dialect in PROBE_ORDER is used; `connection.profile.dialect_reason` says why.
+    """
     profile = resolve_profile(backend, model, dialect)
     if profile.name == "embedded":
         from helpers.server.control import ensure_server
         profile = replace(profile, base_url=ensure_server())
         client = embedded_client(profile.base_url)
     else:
-        client = OpenAI(base_url=profile.base_url, api_key=_api_key(profile))
+        client = WorkshopClient(base_url=profile.base_url, api_key=_api_key(profile))
+        client.workshop_backend = profile.name
     if not profile.model:
-        profile = replace(profile, model=client.models.list().data[0].id)
-    return Connection(client, profile.model, profile)
+        profile = replace(profile, model=_first_model(client, profile))
+    connection = Connection(client, profile.model, profile)
+    if profile.dialect_reason == NOT_PROBED:
+        connection.profile = _probed_profile(profile, probe(connection, show=False))
+    return connection
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m helpers.backends",
+                                     description="Show the active backend; --probe also asks it which "
+                                                 "guided-decoding dialects it enforces.")
+    parser.add_argument("--probe", action="store_true", help="send one small guided request per dialect")
+    args = parser.parse_args(argv)
+    try:
+        connection = connect()
+        print(connection.describe())
+        if not args.probe:
+            return 0
+        print()
+        result = probe(connection)
+    except BackendError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    return 0 if connection.profile.dialect in result.enforced else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,7 +1,13 @@
+import json
+
+import openai
 import pytest
+from fake_openai_server import FakeServer
 
 from helpers import backends
-from helpers.backends import PROFILES, choose_backend, connect, resolve_profile
+from helpers.backends import (PROBE_ORDER, PROFILES, BackendError, DialectCheck, GuidedRequestError, ProbeResult,
+                              choose_backend, connect, dialect_sent, probe, probe_model, resolve_profile)
+from helpers.dialects import DIALECTS, guided_json
 
 SCHEMA = {"type": "object"}
 ENV_NAMES = ["WORKSHOP_BACKEND", "WORKSHOP_MODEL", "WORKSHOP_DIALECT", "NVIDIA_API_KEY", "HAI_API_KEY",
@@ -49,7 +55,7 @@ def test_a_dotenv_file_is_read(tmp_path):
 def test_each_backend_speaks_its_documented_dialect():
     assert PROFILES["nvidia"].guided(SCHEMA) == {"extra_body": {"nvext": {"guided_json": SCHEMA}}}
     assert PROFILES["hcompany"].guided(SCHEMA) == {"extra_body": {"structured_outputs": {"json": SCHEMA}}}
-    assert PROFILES["openai"].guided(SCHEMA)["response_format"]["type"] == "json_schema"
+    assert PROFILES["openai"].dialect_reason == backends.NOT_PROBED  # connect() asks the server
     assert PROFILES["nvidia"].base_url == "https://integrate.api.nvidia.com/v1"
     assert PROFILES["hcompany"].base_url == "https://api.hcompany.ai/v1/"
     assert all(p.prompt_only() == {} for p in PROFILES.values())
@@ -91,8 +97,186 @@ def test_missing_key_without_a_terminal_is_a_clear_error(monkeypatch):
         connect()
 
 
-def test_self_hosted_server_without_a_key(monkeypatch):
-    monkeypatch.setenv("OPENAI_BASE_URL", "http://127.0.0.1:9/v1")
+def test_self_hosted_server_with_an_explicit_dialect_is_not_probed(monkeypatch):
+    monkeypatch.setenv("OPENAI_BASE_URL", "http://127.0.0.1:9/v1")  # nothing listens there: no request may be sent
     monkeypatch.setenv("WORKSHOP_MODEL", "meta-llama/Llama-3.1-8B-Instruct")
+    monkeypatch.setenv("WORKSHOP_DIALECT", "guided_json")
     connection = connect()
-    assert (connection.model, connection.profile.dialect) == ("meta-llama/Llama-3.1-8B-Instruct", "response_format")
+    assert (connection.model, connection.profile.dialect) == ("meta-llama/Llama-3.1-8B-Instruct", "guided_json")
+    assert connection.profile.dialect_reason == "set by WORKSHOP_DIALECT"
+    assert connection.client.api_key == "not-needed"
+
+
+def test_documented_backends_keep_their_dialect_and_say_so(monkeypatch):
+    monkeypatch.setenv("HAI_API_KEY", "hai-test")
+    connection = connect()  # no request: a probe of a paid API happens only on request
+    assert connection.profile.dialect == "structured_outputs"
+    assert "documented" in connection.describe() and "--probe" in connection.profile.dialect_reason
+
+
+def test_an_unreachable_server_is_a_clear_error(monkeypatch):
+    monkeypatch.setenv("OPENAI_BASE_URL", "http://127.0.0.1:9/v1")
+    with pytest.raises(BackendError, match="cannot reach the openai backend at http://127.0.0.1:9/v1"):
+        connect()
+    monkeypatch.setenv("WORKSHOP_MODEL", "m")  # the model is known, so the probe is the first request
+    with pytest.raises(BackendError, match="is the server running"):
+        connect()
+
+
+# --- the probe ----------------------------------------------------------------------------------------------
+
+def test_the_probe_covers_every_dialect_once():
+    assert sorted(PROBE_ORDER) == sorted(set(DIALECTS) - {"prompt_only"})
+
+
+def test_the_probe_schema_uses_the_keywords_the_workshop_relies_on():
+    model = probe_model("probe-abc123")
+    text = json.dumps(model.model_json_schema())
+    for keyword in ('"$ref"', '"anyOf"', '"enum"', '"maxLength"', '"additionalProperties": false',
+                    '"const": "probe-abc123"'):
+        assert keyword in text
+    assert backends._mismatch(model, '{"token": "probe-abc123", "answer": "yes", "detail": {"word": "blue"}}') is None
+    assert backends._mismatch(model, '{"token": "probe-abc123", "answer": "yes", "detail": null}') is None
+    assert "not JSON" in backends._mismatch(model, "The sky is blue.")
+    # "any JSON" is not enough: the token, the enum, the length bound and the closed object all count.
+    for wrong, where in [('{"answer": "yes"}', "token: missing"),
+                         ('{"token": "probe-abc124", "answer": "yes", "detail": null}', "token: literal_error"),
+                         ('{"token": "probe-abc123", "answer": "maybe", "detail": null}', "answer: literal_error"),
+                         ('{"token": "probe-abc123", "answer": "no", "detail": {"word": "extraordinarily"}}',
+                          "detail.word: string_too_long"),
+                         ('{"token": "probe-abc123", "answer": "no", "detail": null, "x": 1}', "x: extra_forbidden")]:
+        assert where in backends._mismatch(model, wrong)
+
+
+def openai_backend(monkeypatch, fake: FakeServer, **settings: str) -> None:
+    monkeypatch.setenv("OPENAI_BASE_URL", fake.base_url)
+    for name, value in settings.items():
+        monkeypatch.setenv(name, value)
+
+
+def test_a_server_that_accepts_every_field_and_enforces_nothing_is_ignored_never_guided(monkeypatch):
+    with FakeServer() as fake:
+        openai_backend(monkeypatch, fake)
+        with pytest.warns(UserWarning, match="enforces no guided-decoding dialect.*prompt_only"):
+            connection = connect()
+        assert connection.model == "fake-model"
+        assert (connection.profile.dialect, connection.profile.dialects_spoken) == ("prompt_only", {"prompt_only"})
+        assert connection.profile.dialect_reason.startswith("probed: no dialect enforced")
+        result = probe(connection, show=False)
+    assert [c.dialect for c in result.checks] == list(PROBE_ORDER)
+    assert {c.verdict for c in result.checks} == {"ignored"} and result.enforced == []
+    assert all("does not match the probe schema (token: missing" in c.detail for c in result.checks)
+    # One request per dialect, each spelled as that dialect spells it, then nothing more: the result is cached.
+    assert [dialect_sent(json.dumps(body)) for body in fake.bodies] == list(PROBE_ORDER)
+    assert "prompt-only behaviour" in result.advice("prompt_only")
+
+
+def test_the_probe_is_cached_per_server_and_model_and_can_be_refreshed(monkeypatch):
+    with FakeServer() as fake:
+        openai_backend(monkeypatch, fake, WORKSHOP_DIALECT="nvext")
+        connection = connect()
+        first = probe(connection, show=False)
+        assert probe(connection, show=False).checks is first.checks and len(fake.bodies) == len(PROBE_ORDER)
+        probe(connection, show=False, refresh=True)
+        assert len(fake.bodies) == 2 * len(PROBE_ORDER)
+
+
+def refuse_json_schema(body: dict, headers):
+    """What llama-cpp-python's server answers to response_format json_schema (its own words, seen in a run)."""
+    if (body.get("response_format") or {}).get("type") == "json_schema":
+        return 500, {"error": {"message": "Input should be 'text' or 'json_object'", "type": "internal_server_error"}}
+    return None
+
+
+def test_a_refused_dialect_is_rejected_with_the_servers_words(monkeypatch, capsys):
+    with FakeServer(refuse_json_schema) as fake:
+        openai_backend(monkeypatch, fake, WORKSHOP_DIALECT="response_format")
+        result = probe(connect())
+    assert result.check("response_format") == DialectCheck(
+        "response_format", "rejected", "HTTP 500: Input should be 'text' or 'json_object'",
+        result.check("response_format").seconds)
+    printed = capsys.readouterr().out
+    assert "| response_format | rejected | HTTP 500: Input should be 'text' or 'json_object' |" in printed
+    assert "Warning: the active dialect, response_format, was rejected: guided requests fail" in printed
+
+
+def test_the_dialect_pick_is_the_first_enforced_in_order_and_says_why():
+    checks = tuple(DialectCheck(d, v, "", 0.1) for d, v in [
+        ("response_format", "rejected"), ("structured_outputs", "ignored"), ("json_object_schema", "enforced"),
+        ("guided_json", "ignored"), ("nvext", "enforced")])
+    result = ProbeResult("openai", "m", "http://x/v1", checks)
+    profile = backends._probed_profile(replace_profile(), result)
+    assert profile.dialect == "json_object_schema"
+    assert profile.dialects_spoken == {"json_object_schema", "nvext", "prompt_only"}
+    assert profile.dialect_reason == ("probed in order: response_format rejected, structured_outputs ignored, "
+                                      "json_object_schema enforced")
+    assert result.advice("json_object_schema") == "The active dialect, json_object_schema, is enforced."
+    assert result.advice("structured_outputs") == (
+        "Warning: the active dialect, structured_outputs, was ignored: guided requests run unconstrained, like "
+        "prompt-only. Fix: set WORKSHOP_DIALECT=json_object_schema, and restart the kernel.")
+
+
+def replace_profile():
+    from dataclasses import replace
+    return replace(PROFILES["openai"], base_url="http://x/v1", model="m")
+
+
+# --- errors that say what to do -----------------------------------------------------------------------------
+
+def test_a_refused_guided_request_says_backend_dialect_server_words_and_fix(monkeypatch):
+    with FakeServer(refuse_json_schema) as fake:
+        openai_backend(monkeypatch, fake, WORKSHOP_DIALECT="response_format", WORKSHOP_MODEL="fake-model")
+        connection = connect()
+        ask = dict(model=connection.model, messages=[{"role": "user", "content": "hi"}], max_tokens=5)
+        with pytest.raises(openai.InternalServerError) as refused:
+            connection.client.chat.completions.create(**ask, **connection.profile.guided({"type": "object"}))
+        error = refused.value
+        assert isinstance(error, GuidedRequestError) and (error.backend, error.dialect) == ("openai",
+                                                                                             "response_format")
+        headline, fix = str(error).splitlines()
+        assert headline == ("the openai backend refused a guided request in the response_format dialect "
+                            "(HTTP 500): Input should be 'text' or 'json_object'")
+        assert "python -m helpers.backends --probe" in fix and "WORKSHOP_DIALECT" in fix
+        assert error._render_traceback_() == [f"GuidedInternalServerError: {error}"]  # what IPython shows
+        # Once the server has been probed, the fix names the dialect to set.
+        probe(connection, show=False)
+        with pytest.raises(GuidedRequestError, match="fix: this server enforces no dialect"):
+            connection.client.chat.completions.create(**ask, **connection.profile.guided({"type": "object"}))
+        # An unguided request's error is the client's own: nothing to explain about dialects.
+        with pytest.raises(openai.InternalServerError) as plain:
+            connection.client.chat.completions.create(**ask, response_format={"type": "json_schema",
+                                                                               "json_schema": {"name": "x"}})
+        assert not isinstance(plain.value, GuidedRequestError)
+
+
+def test_the_key_never_appears_in_an_explained_error(monkeypatch):
+    secret = "sk-" + "s" * 40
+
+    def echo_the_key(body, headers):  # a careless server that repeats the Authorization header
+        return 400, {"error": {"message": f"bad request from {headers.get('Authorization')}"}}
+
+    with FakeServer(echo_the_key) as fake:
+        openai_backend(monkeypatch, fake, WORKSHOP_DIALECT="nvext", WORKSHOP_MODEL="fake-model",
+                       OPENAI_API_KEY=secret)
+        connection = connect()
+        with pytest.raises(GuidedRequestError) as refused:
+            connection.client.chat.completions.create(model=connection.model, messages=[], max_tokens=5,
+                                                      **guided_json("nvext", {"type": "object"}))
+    assert secret not in str(refused.value) and "bad request from Bearer [key]" in str(refused.value)
+
+
+def test_the_command_line_probe(monkeypatch, capsys):
+    with FakeServer() as fake:
+        openai_backend(monkeypatch, fake, WORKSHOP_DIALECT="guided_json")
+        assert backends.main(["--probe"]) == 1  # the active dialect is not enforced there
+    out = capsys.readouterr().out
+    assert "backend: openai" in out and "| guided_json | ignored |" in out
+    assert "Warning: the active dialect, guided_json, was ignored" in out
+    monkeypatch.setenv("OPENAI_BASE_URL", "http://127.0.0.1:9/v1")
+    assert backends.main([]) == 2 and "cannot reach" in capsys.readouterr().err
+
+
+@pytest.mark.integration
+def test_the_embedded_server_enforces_every_dialect(server_url):
+    result = probe(connect(), show=False)
+    assert result.enforced == list(PROBE_ORDER), result.table()
