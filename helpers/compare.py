@@ -2,13 +2,15 @@
 
 One task set (answer-contract questions and Holo3 step cases), N seeded trials per
 mode, the same metrics for every mode. A mode the backend cannot speak is skipped
-with the reason, never faked.
+with the reason, never faked; a mode whose requests fail is recorded as failed, with
+the server's reason, and the grid goes on.
 """
 from __future__ import annotations
 
 import argparse
 import json
 import platform
+import sys
 import time
 from dataclasses import asdict, dataclass, field
 from importlib.metadata import PackageNotFoundError, version
@@ -16,6 +18,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 import numpy as np
+import openai
 
 from helpers.assistant import ENTRIES
 from helpers.contract import ANSWER_JSON_SCHEMA, parse_json_object, validate_answer
@@ -30,6 +33,7 @@ DATA = Path(__file__).resolve().parent.parent / "data"
 MODES: dict[str, str] = {
     "prompt_only": "schema in the prompt, no constraint",
     "prompt_only+ladder": "prompt-only, then the repair ladder",
+    "guided_backend": "guided in the backend's own dialect (conn.profile.dialect)",
     "guided_nvext": "guided via NIM nvext.guided_json",
     "guided_structured_outputs": "guided via structured_outputs.json",
     "guided_response_format": "guided via response_format json_schema",
@@ -72,9 +76,12 @@ class ModeResult:
     mode: str
     description: str
     skipped: str | None = None
+    failed: str | None = None
     trials: list[Trial] = field(default_factory=list)
 
     def metrics(self) -> dict[str, Any]:
+        if self.failed:
+            return {"failed": self.failed, "completed_trials": len(self.trials)}
         if self.skipped or not self.trials:
             return {"skipped": self.skipped}
         seconds = [t.seconds for t in self.trials]
@@ -182,7 +189,7 @@ def guided_fields(profile, mode: str, case: Case) -> dict:
     """The request fields a mode sends: a fixed dialect, the backend's own dialect, or nothing."""
     if mode in MODE_DIALECT:
         return guided_json(MODE_DIALECT[mode], case.schema, case.kind)
-    if mode in ("guided_schema_not_in_prompt", "two_phase"):
+    if mode in ("guided_backend", "guided_schema_not_in_prompt", "two_phase"):
         return profile.guided(case.schema, name=case.kind)
     return {}
 
@@ -217,7 +224,8 @@ def run_trial(conn, mode: str, case: Case, seed: int, max_tokens: int) -> Trial:
 def skip_reason(profile, mode: str) -> str | None:
     dialect = MODE_DIALECT.get(mode)
     if dialect and dialect not in profile.dialects_spoken:
-        return f"the {profile.name} backend does not speak {dialect}"
+        verdict = dict(profile.probe_verdicts).get(dialect)
+        return f"the {profile.name} backend does not speak {dialect}" + (f" (probe: {verdict})" if verdict else "")
     if mode not in ("prompt_only", "prompt_only+ladder") and profile.dialect == "prompt_only":
         return "the active dialect is prompt_only: no guided decoding"
     return None
@@ -225,17 +233,29 @@ def skip_reason(profile, mode: str) -> str | None:
 
 def run_grid(conn, n: int, modes: list[str] | None = None, cases: list[Case] | None = None,
              max_tokens: int = 300, progress: Callable | None = None) -> list[ModeResult]:
-    """N trials per mode, cycling through the cases; cases stay grouped so the server's prompt cache helps."""
+    """N trials per mode, cycling through the cases; cases stay grouped so the server's prompt cache helps.
+
+    A request that fails (the server refuses it, or cannot be reached) ends its mode as failed, with the
+    reason; the other modes still run.
+    """
     cases = cases or answer_cases() + step_cases()
     results = []
     for mode in modes or list(MODES):
         result = ModeResult(mode, MODES[mode], skip_reason(conn.profile, mode))
         if result.skipped is None:
             plan = sorted(((i % len(cases), i) for i in range(n)), key=lambda pair: pair[0])
-            steps = progress(plan, desc=mode) if progress else plan
-            result.trials = [run_trial(conn, mode, cases[case_index], seed, max_tokens) for case_index, seed in steps]
+            try:
+                for case_index, seed in progress(plan, desc=mode) if progress else plan:
+                    result.trials.append(run_trial(conn, mode, cases[case_index], seed, max_tokens))
+            except openai.APIError as exc:
+                result.failed = failure_reason(exc)
         results.append(result)
     return results
+
+
+def failure_reason(error: openai.APIError) -> str:
+    """One line for the table: the first line of the error, which names the server's own reason."""
+    return str(error).splitlines()[0][:300]
 
 
 # --- results: save, load, chart -----------------------------------------------------------------------------
@@ -251,7 +271,8 @@ def versions() -> dict[str, str]:
 
 
 def save_results(results: list[ModeResult], conn, n: int, path: Path | str) -> None:
-    payload = {"backend": conn.profile.name, "model": conn.model, "dialect": conn.profile.dialect, "n": n,
+    payload = {"backend": conn.profile.name, "model": conn.model, "dialect": conn.profile.dialect,
+               "dialect_reason": conn.profile.dialect_reason, "n": n,
                "seeds": list(range(n)), "versions": versions(),
                "modes": [{**asdict(r), "metrics": r.metrics()} for r in results]}
     Path(path).parent.mkdir(parents=True, exist_ok=True)
@@ -267,6 +288,9 @@ def table(results: list[ModeResult]) -> str:
     lines = [header, "|" + "---|" * 9]
     for r in results:
         m = r.metrics()
+        if m.get("failed"):
+            lines.append(f"| {r.mode} | failed: {m['failed'].replace('|', '/')} |||||||| ")
+            continue
         if m.get("skipped") or "n" not in m:
             lines.append(f"| {r.mode} | skipped: {m.get('skipped') or 'no trials'} |||||||| ")
             continue
@@ -281,7 +305,7 @@ def plot_results(results: list[ModeResult], title_suffix: str = ""):
     """Three charts, one message each: validity by mode, latency by mode, accuracy against validity."""
     import matplotlib.pyplot as plt
 
-    ran = [r for r in results if not r.skipped and r.trials]
+    ran = [r for r in results if not r.skipped and not r.failed and r.trials]
     names = [r.mode for r in ran]
     metrics = [r.metrics() for r in ran]
     fig, axes = plt.subplots(1, 3, figsize=(16, 4.5))
@@ -295,8 +319,9 @@ def plot_results(results: list[ModeResult], title_suffix: str = ""):
     axes[1].invert_yaxis()
     axes[1].legend()
     # Modes often land on the same point: distinct markers, drawn large to small, keep each one visible.
+    markers = "osD^vPX*"
     for i, (name, m) in enumerate(zip(names, metrics)):
-        axes[2].scatter(m["valid_rate"] * 100, m["accuracy"] * 100, s=160 - 18 * i, marker="osD^vPX"[i % 7],
+        axes[2].scatter(m["valid_rate"] * 100, m["accuracy"] * 100, s=160 - 16 * i, marker=markers[i % len(markers)],
                         label=name, alpha=0.8)
     axes[2].legend(fontsize=7, loc="upper left")
     axes[2].plot([0, 100], [0, 100], ls="--", color="grey", lw=1)
@@ -307,14 +332,18 @@ def plot_results(results: list[ModeResult], title_suffix: str = ""):
 
 
 def main(argv: list[str] | None = None) -> None:
-    from helpers.backends import connect
+    from helpers.backends import BackendError, connect
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--n", type=int, default=50, help="trials per mode")
     parser.add_argument("--out", default="results", help="folder for results.json and charts.png")
     parser.add_argument("--max-tokens", type=int, default=300)
     args = parser.parse_args(argv)
-    conn = connect()
+    try:
+        conn = connect()
+    except BackendError as exc:
+        sys.exit(f"error: {exc}")
+    print(conn.describe(), flush=True)
     try:
         from tqdm import tqdm as progress
     except ImportError:

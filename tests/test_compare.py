@@ -1,8 +1,10 @@
 import json
+from dataclasses import replace
 
 import pytest
+from fake_openai_server import FakeServer
 
-from helpers.backends import resolve_profile
+from helpers.backends import connect, resolve_profile
 from helpers.compare import (MODES, ModeResult, Trial, accurate, answer_cases, guided_fields, load_results,
                              prompt_for, run_grid, save_results, skip_reason, step_cases, table)
 from helpers.contract import format_error
@@ -38,6 +40,8 @@ def test_backend_dialect_modes_follow_the_profile(monkeypatch):
     assert guided_fields(nvidia, "guided_schema_not_in_prompt", ANSWER) == {
         "extra_body": {"nvext": {"guided_json": ANSWER.schema}}}
     assert prompt_for("guided_schema_not_in_prompt", ANSWER) is ANSWER.messages_without_schema
+    assert guided_fields(nvidia, "guided_backend", ANSWER) == {"extra_body": {"nvext": {"guided_json": ANSWER.schema}}}
+    assert prompt_for("guided_backend", ANSWER) is ANSWER.messages_with_schema
 
 
 def test_modes_a_backend_cannot_speak_are_skipped_with_the_reason(monkeypatch):
@@ -47,6 +51,10 @@ def test_modes_a_backend_cannot_speak_are_skipped_with_the_reason(monkeypatch):
     assert skip_reason(hcompany, "guided_structured_outputs") is None
     assert all(skip_reason(resolve_profile("embedded"), mode) is None for mode in MODES)
     assert skip_reason(resolve_profile("embedded", dialect="prompt_only"), "two_phase")
+    assert skip_reason(resolve_profile("embedded", dialect="prompt_only"), "guided_backend")
+    probed = replace(resolve_profile("embedded"), name="openai", dialects_spoken=frozenset({"json_object_schema"}),
+                     probe_verdicts=(("nvext", "ignored"), ("json_object_schema", "enforced")))
+    assert skip_reason(probed, "guided_nvext") == "the openai backend does not speak nvext (probe: ignored)"
 
 
 def test_accuracy_needs_validity_and_the_labelled_fields():
@@ -70,7 +78,7 @@ def test_metrics_and_table():
 
 
 class Profile:
-    name, dialect, dialects_spoken = "embedded", "response_format", frozenset({"response_format"})
+    name, dialect, dialect_reason = "embedded", "response_format", "the embedded default"
 
 
 class Conn:
@@ -82,7 +90,39 @@ def test_results_save_and_load(tmp_path):
     save_results(results, Conn(), 1, tmp_path / "r.json")
     loaded = load_results(tmp_path / "r.json")
     assert loaded["model"] == "m" and loaded["modes"][0]["metrics"]["valid_rate"] == 1.0
-    assert "llguidance" in loaded["versions"]
+    assert "llguidance" in loaded["versions"] and loaded["dialect_reason"] == "the embedded default"
+
+
+def refuse_guided(body, headers):
+    """The fake refuses every request that carries response_format, as a server that cannot read it does."""
+    if body.get("response_format"):
+        return 500, {"error": {"message": "Input should be 'text' or 'json_object'"}}
+    return None
+
+
+def test_a_failing_mode_is_recorded_with_its_reason_and_the_grid_goes_on(monkeypatch, tmp_path):
+    for name in ("WORKSHOP_BACKEND", "NVIDIA_API_KEY", "HAI_API_KEY", "OPENAI_API_KEY"):
+        monkeypatch.delenv(name, raising=False)
+    with FakeServer(refuse_guided) as fake:
+        monkeypatch.setenv("OPENAI_BASE_URL", fake.base_url)
+        monkeypatch.setenv("WORKSHOP_DIALECT", "response_format")  # told to, without probing
+        conn = connect()
+        results = run_grid(conn, 2, cases=[ANSWER])
+        save_results(results, conn, 2, tmp_path / "r.json")
+    by_mode = {r.mode: r for r in results}
+    assert list(by_mode) == list(MODES)
+    reason = "the openai backend refused a guided request in the response_format dialect (HTTP 500): " \
+             "Input should be 'text' or 'json_object'"
+    for mode in ("guided_backend", "guided_response_format", "guided_schema_not_in_prompt", "two_phase"):
+        assert by_mode[mode].failed == reason and by_mode[mode].trials == []
+    for mode in ("prompt_only", "prompt_only+ladder"):  # the fake's canned reply is JSON of the wrong shape
+        assert by_mode[mode].failed is None and len(by_mode[mode].trials) == 2
+        assert by_mode[mode].metrics()["valid_rate"] == 0
+    assert by_mode["guided_nvext"].skipped == "the openai backend does not speak nvext"
+    text = table(results)
+    assert f"| guided_backend | failed: {reason} |" in text and "| prompt_only | 0% | 0% |" in text
+    saved = {m["mode"]: m for m in load_results(tmp_path / "r.json")["modes"]}
+    assert saved["two_phase"]["failed"] == reason and saved["two_phase"]["metrics"]["failed"] == reason
 
 
 @pytest.mark.integration
@@ -94,6 +134,8 @@ def test_a_tiny_grid_against_the_embedded_server(server_url):
     assert [r.mode for r in results] == list(MODES) and all(len(r.trials) == 1 for r in results)
     by_mode = {r.mode: r.trials[0] for r in results}
     assert by_mode["guided_nvext"].completion_tokens and by_mode["guided_nvext"].ttft_s is not None
+    # The backend's own dialect is response_format here: the same request, the same seed, the same reply.
+    assert by_mode["guided_backend"].text == by_mode["guided_response_format"].text
     for mode in ("guided_nvext", "guided_structured_outputs", "guided_response_format"):
         text = by_mode[mode].text
         assert text.startswith("{")
