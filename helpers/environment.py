@@ -1,10 +1,17 @@
-"""What the setup cell of every notebook calls: install what is missing, then connect to the chosen backend."""
+"""What the setup cell of every notebook calls, and the pre-class check: `python -m helpers.environment --check`.
+
+`prepare()` installs what is missing and connects to the chosen backend. `check()` does the same,
+then runs the dialect probe of `helpers.backends` (one implementation for both): its request in
+the active dialect is the guided round-trip, timed. It answers, before class, "will the guided
+cells work here?".
+"""
 from __future__ import annotations
 
+import argparse
 import subprocess
 import sys
 
-from helpers.backends import Connection, choose_backend, connect
+from helpers.backends import BackendError, Connection, choose_backend, connect, probe
 from helpers.server.control import missing_embedded_packages
 
 
@@ -26,3 +33,39 @@ def prepare(show: bool = True) -> Connection:
     if show:
         print(connection.describe())
     return connection
+
+
+def check() -> bool:
+    """Print the backend, the dialect, the probe and one guided round-trip with its latency; True when it works."""
+    connection = prepare()
+    print()
+    result = probe(connection)
+    round_trip = result.check(connection.profile.dialect)
+    print()
+    if round_trip is None:
+        print("guided round-trip: none, the active dialect is prompt_only")
+    else:
+        print(f"guided round-trip in {round_trip.dialect}: {round_trip.verdict}, {round_trip.seconds:.2f} s")
+    ready = round_trip is not None and round_trip.verdict == "enforced"
+    print("ready: the guided cells will be guided" if ready else
+          "NOT READY: the guided cells will not be guided here; see the advice above")
+    return ready
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m helpers.environment", description=__doc__.splitlines()[0])
+    parser.add_argument("--check", action="store_true",
+                        help="connect, probe the dialects and time a guided round-trip")
+    args = parser.parse_args(argv)
+    if not args.check:
+        parser.print_help()
+        return 0
+    try:
+        return 0 if check() else 1
+    except BackendError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

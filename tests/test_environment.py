@@ -41,3 +41,40 @@ def test_nothing_is_installed_when_everything_is_there(monkeypatch, pip_calls):
     monkeypatch.setattr(environment, "missing_embedded_packages", lambda: [])
     environment.prepare(show=False)
     assert pip_calls == []
+
+
+# --- the pre-class check: the dialect probe of helpers.backends, plus a verdict ------------------------------
+
+@pytest.fixture
+def openai_env(monkeypatch, tmp_path):
+    for name in ("WORKSHOP_BACKEND", "WORKSHOP_MODEL", "WORKSHOP_DIALECT", "NVIDIA_API_KEY", "HAI_API_KEY",
+                 "OPENAI_API_KEY"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.chdir(tmp_path)  # no stray .env file from the developer's checkout
+    return monkeypatch
+
+
+def test_the_check_fails_where_nothing_is_enforced(openai_env, capsys):
+    from fake_openai_server import FakeServer
+
+    with FakeServer() as fake:
+        openai_env.setenv("OPENAI_BASE_URL", fake.base_url)
+        with pytest.warns(UserWarning, match="prompt_only"):
+            assert environment.main(["--check"]) == 1
+    out = capsys.readouterr().out
+    assert "backend: openai" in out and "dialect: prompt_only" in out and "| nvext | ignored |" in out
+    assert "guided round-trip: none, the active dialect is prompt_only" in out and "NOT READY" in out
+
+
+def test_the_check_reports_an_unreachable_server(openai_env, capsys):
+    openai_env.setenv("OPENAI_BASE_URL", "http://127.0.0.1:9/v1")
+    assert environment.main(["--check"]) == 2
+    assert "cannot reach the openai backend" in capsys.readouterr().err
+
+
+@pytest.mark.integration
+def test_the_check_passes_on_the_embedded_model(server_url, capsys):
+    assert environment.check()
+    out = capsys.readouterr().out
+    assert "backend: embedded" in out and "The active dialect, response_format, is enforced." in out
+    assert "guided round-trip in response_format: enforced," in out and "ready: the guided cells" in out
