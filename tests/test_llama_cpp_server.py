@@ -1,0 +1,145 @@
+"""The workshop against an OpenAI-compatible server nobody here wrote: llama-cpp-python's own.
+
+`python -m llama_cpp.server` (the `llama-cpp-python[server]` extra) serves the bundled SmolLM2 on
+127.0.0.1. It speaks `response_format={"type": "json_object", "schema": ...}`, refuses the
+`json_schema` form with a 500, and accepts fields it does not know without enforcing them: the
+case the probe exists for. The workshop is pointed at it the way a reader would point it at vLLM,
+with OPENAI_BASE_URL and no WORKSHOP_DIALECT.
+
+The root conftest.py forces the embedded backend for the test run and nbval compares outputs, so
+everything here runs with its own environment: the in-process checks through monkeypatch, the
+notebook in a kernel started by nbclient, the grid and the pre-class check in subprocesses.
+"""
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import httpx
+import nbformat
+import pytest
+from nbclient import NotebookClient
+
+from helpers.backends import PROBE_ORDER, connect, probe
+from helpers.compare import MODES
+
+pytestmark = [pytest.mark.integration, pytest.mark.slow]
+
+NOTEBOOK = Path(__file__).resolve().parent.parent / "notebooks" / "00_start_here.ipynb"
+# Settings that would choose another backend, model or dialect: the reader in this scenario has none of them.
+FOREIGN_SETTINGS = ("WORKSHOP_BACKEND", "WORKSHOP_MODEL", "WORKSHOP_DIALECT", "WORKSHOP_PORT", "NVIDIA_API_KEY",
+                    "HAI_API_KEY", "OPENAI_API_KEY")
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+@pytest.fixture(scope="module")
+def llama_cpp_server(tmp_path_factory) -> str:
+    from helpers.server.engine import model_path
+
+    port = _free_port()
+    log = tmp_path_factory.mktemp("llama_cpp_server") / "server.log"
+    with log.open("w") as out:
+        # One thread, as the embedded server decodes: spinning workers stall when another process holds a core.
+        process = subprocess.Popen([sys.executable, "-m", "llama_cpp.server", "--model", str(model_path()),
+                                    "--host", "127.0.0.1", "--port", str(port), "--n_ctx", "4096",
+                                    "--n_threads", "1", "--verbose", "False"], stdout=out, stderr=subprocess.STDOUT)
+    url = f"http://127.0.0.1:{port}/v1"
+    try:
+        deadline = time.monotonic() + 120
+        while True:
+            if process.poll() is not None:
+                pytest.fail(f"llama_cpp.server exited with {process.returncode}:\n{log.read_text()[-2000:]}")
+            try:
+                if httpx.get(f"{url}/models", timeout=2, trust_env=False).status_code == 200:
+                    break
+            except httpx.HTTPError:
+                pass
+            if time.monotonic() > deadline:
+                pytest.fail(f"llama_cpp.server did not answer within 120 s:\n{log.read_text()[-2000:]}")
+            time.sleep(0.5)
+        yield url
+    finally:
+        process.terminate()
+        process.wait(timeout=30)
+
+
+def reader_environment(url: str) -> dict[str, str]:
+    """This process's environment as a reader with only OPENAI_BASE_URL set would have it."""
+    env = {k: v for k, v in os.environ.items() if k not in FOREIGN_SETTINGS}
+    return {**env, "OPENAI_BASE_URL": url, "NO_PROXY": "127.0.0.1,localhost"}
+
+
+@pytest.fixture
+def as_reader(monkeypatch, tmp_path, llama_cpp_server):
+    for name in FOREIGN_SETTINGS:
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("OPENAI_BASE_URL", llama_cpp_server)
+    monkeypatch.chdir(tmp_path)  # no .env file from the checkout
+    return llama_cpp_server
+
+
+def test_the_probe_finds_what_llama_cpp_python_speaks(as_reader):
+    connection = connect()
+    assert connection.profile.dialect == "json_object_schema"
+    assert connection.profile.dialect_reason == ("probed in order: response_format rejected, structured_outputs "
+                                                 "ignored, json_object_schema enforced")
+    result = probe(connection, show=False)
+    verdicts = {c.dialect: c.verdict for c in result.checks}
+    assert verdicts == {"response_format": "rejected", "structured_outputs": "ignored",
+                        "json_object_schema": "enforced", "guided_json": "ignored", "nvext": "ignored"}
+    assert list(verdicts) == list(PROBE_ORDER)
+    assert result.check("response_format").detail.startswith("HTTP 500: ")
+    assert "json_object" in result.check("response_format").detail  # the server's own words
+    assert "does not match the probe schema" in result.check("nvext").detail or \
+           "not JSON" in result.check("nvext").detail
+
+
+def test_notebook_00_runs_to_the_end(llama_cpp_server, tmp_path):
+    notebook = nbformat.read(NOTEBOOK, as_version=4)
+    # Raises CellExecutionError, with the cell and its error, if any cell fails.
+    NotebookClient(notebook, timeout=600, kernel_name="python3",
+                   resources={"metadata": {"path": str(NOTEBOOK.parent)}}).execute(
+        env=reader_environment(llama_cpp_server))
+    printed = "\n".join(out.get("text", "") for cell in notebook.cells if cell.cell_type == "code"
+                        for out in cell.get("outputs", []))
+    assert "backend: openai" in printed and "dialect: json_object_schema" in printed
+    assert "| json_object_schema | enforced |" in printed and "| response_format | rejected |" in printed
+    assert "This backend reports no timings" in printed
+    assert printed.count("✅ Solved") == 2  # the worked solutions, the guided verdict among them
+
+
+def test_a_two_trial_grid_measures_or_explains_every_mode(llama_cpp_server, tmp_path):
+    run = subprocess.run([sys.executable, "-m", "helpers.compare", "--n", "2", "--out", str(tmp_path)],
+                         env=reader_environment(llama_cpp_server), cwd=tmp_path, capture_output=True, text=True,
+                         timeout=1200)
+    assert run.returncode == 0, run.stderr[-3000:]
+    saved = json.loads((tmp_path / "results.json").read_text())
+    assert (saved["backend"], saved["dialect"]) == ("openai", "json_object_schema")
+    modes = {m["mode"]: m for m in saved["modes"]}
+    assert list(modes) == list(MODES)
+    for mode in modes.values():
+        measured = not mode["skipped"] and not mode["failed"] and len(mode["trials"]) == 2
+        assert measured or mode["skipped"] or mode["failed"], mode["mode"]
+    assert len(modes["guided_backend"]["trials"]) == 2  # a plain guided row, in the dialect this server speaks
+    assert modes["guided_response_format"]["skipped"] == "the openai backend does not speak response_format " \
+                                                         "(probe: rejected)"
+    assert modes["guided_nvext"]["skipped"] == "the openai backend does not speak nvext (probe: ignored)"
+    assert "| guided_backend |" in run.stdout and (tmp_path / "charts.png").exists()
+
+
+def test_the_pre_class_check_passes(llama_cpp_server, tmp_path):
+    run = subprocess.run([sys.executable, "-m", "helpers.environment", "--check"],
+                         env=reader_environment(llama_cpp_server), cwd=tmp_path, capture_output=True, text=True,
+                         timeout=300)
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert "guided round-trip in json_object_schema: enforced," in run.stdout
