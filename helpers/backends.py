@@ -88,6 +88,7 @@ PROBE_ORDER = ("response_format", "structured_outputs", "json_object_schema", "g
 EMBEDDED_RETRIES = 6
 # Keys the workshop itself hands to servers that need none; anything else is a secret to keep out of messages.
 PLACEHOLDER_KEYS = {"embedded", "not-needed"}
+SERVER_MESSAGE_CHARS = 200
 
 
 class ShortTraceback:
@@ -247,11 +248,12 @@ def dialect_sent(body: bytes | str) -> str | None:
 
 
 def server_message(error: openai.APIStatusError) -> str:
-    """The server's own words about an error, on one line."""
+    """The server's own words about an error, on one line; long ones (some servers add a traceback) are cut."""
     body = error.body
     text = (body.get("message") or body.get("detail") or body) if isinstance(body, dict) else body
     text = text if isinstance(text, str) else json.dumps(text)
-    return " ".join((text or error.response.text or f"HTTP {error.status_code}").split())[:240]
+    words = " ".join((text or error.response.text or f"HTTP {error.status_code}").split())
+    return words if len(words) <= SERVER_MESSAGE_CHARS else words[:SERVER_MESSAGE_CHARS] + "..."
 
 
 def _fix(backend: str, dialect: str, enforced: list[str] | None) -> str:

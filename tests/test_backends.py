@@ -200,6 +200,17 @@ def test_a_refused_dialect_is_rejected_with_the_servers_words(monkeypatch, capsy
     assert "Warning: the active dialect, response_format, was rejected: guided requests fail" in printed
 
 
+def test_a_long_server_message_is_cut_to_one_short_line(monkeypatch):
+    def refuse_with_a_traceback(body, headers):  # llama-cpp-python appends its own traceback to the message
+        return 500, {"error": {"message": "Input should be 'text'\n" + "  File \"app.py\", line 1\n" * 40}}
+
+    with FakeServer(refuse_with_a_traceback) as fake:
+        openai_backend(monkeypatch, fake, WORKSHOP_DIALECT="nvext")
+        detail = probe(connect(), show=False).check("nvext").detail
+    assert detail.startswith("HTTP 500: Input should be 'text' File \"app.py\", line 1 File")
+    assert detail.endswith("...") and "\n" not in detail and len(detail) == len("HTTP 500: ") + 200 + 3
+
+
 def test_the_dialect_pick_is_the_first_enforced_in_order_and_says_why():
     checks = tuple(DialectCheck(d, v, "", 0.1) for d, v in [
         ("response_format", "rejected"), ("structured_outputs", "ignored"), ("json_object_schema", "enforced"),
