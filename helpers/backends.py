@@ -247,12 +247,15 @@ def dialect_sent(body: bytes | str) -> str | None:
     return None
 
 
-def server_message(error: openai.APIStatusError) -> str:
-    """The server's own words about an error, on one line; long ones (some servers add a traceback) are cut."""
+def server_message(error: openai.APIStatusError, key: str | None = None) -> str:
+    """The server's own words about an error, on one line, with `key` blanked out should the server echo it;
+    long ones (some servers add a traceback) are cut."""
     body = error.body
     text = (body.get("message") or body.get("detail") or body) if isinstance(body, dict) else body
     text = text if isinstance(text, str) else json.dumps(text)
     words = " ".join((text or error.response.text or f"HTTP {error.status_code}").split())
+    if key and key not in PLACEHOLDER_KEYS:
+        words = words.replace(key, "[key]")
     return words if len(words) <= SERVER_MESSAGE_CHARS else words[:SERVER_MESSAGE_CHARS] + "..."
 
 
@@ -294,9 +297,7 @@ class WorkshopClient(openai.OpenAI):
         dialect = dialect_sent(response.request.content)
         if dialect is None:
             return error
-        said = server_message(error)
-        if self.api_key and self.api_key not in PLACEHOLDER_KEYS:
-            said = said.replace(self.api_key, "[key]")
+        said = server_message(error, self.api_key)
         model = json.loads(response.request.content).get("model", "")
         probed = _PROBED.get((str(self.base_url), model))
         enforced = [c.dialect for c in probed if c.verdict == "enforced"] if probed is not None else None
@@ -421,7 +422,7 @@ def _check(connection: Connection, dialect: str, model: type[BaseModel]) -> Dial
         raise BackendError(f"the {connection.profile.name} backend is busy or rate-limited (HTTP 429): "
                            "run the probe again in a minute") from None
     except openai.APIStatusError as exc:
-        said = exc.server_message if isinstance(exc, GuidedRequestError) else server_message(exc)
+        said = exc.server_message if isinstance(exc, GuidedRequestError) else server_message(exc, client.api_key)
         return DialectCheck(dialect, "rejected", f"HTTP {exc.status_code}: {said}", time.perf_counter() - started)
     except openai.APIConnectionError as exc:
         raise BackendError(f"cannot reach the {connection.profile.name} backend at {connection.profile.base_url} "
