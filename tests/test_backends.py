@@ -1,8 +1,14 @@
 import json
+import os
+import sys
+from pathlib import Path
 
+import nbformat
 import openai
 import pytest
 from fake_openai_server import FakeServer
+from nbclient import NotebookClient
+from nbclient.exceptions import CellExecutionError
 
 from helpers import backends
 from helpers.backends import (PROBE_ORDER, PROFILES, BackendError, DialectCheck, GuidedRequestError, ProbeResult,
@@ -292,3 +298,25 @@ def test_the_command_line_probe(monkeypatch, capsys):
 def test_the_embedded_server_enforces_every_dialect(server_url):
     result = probe(connect(), show=False)
     assert result.enforced == list(PROBE_ORDER), result.table()
+
+
+def test_in_a_notebook_a_refused_guided_request_shows_its_message_not_a_traceback(tmp_path):
+    notebook = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(
+        "import os\n"
+        "from fake_openai_server import FakeServer\n"
+        "from test_backends import refuse_json_schema\n"
+        "os.environ['OPENAI_BASE_URL'] = FakeServer(refuse_json_schema).__enter__().base_url\n"
+        "from helpers.backends import connect\n"
+        "conn = connect()\n"
+        "conn.client.chat.completions.create(model=conn.model, messages=[{'role': 'user', 'content': 'hi'}],\n"
+        "                                    **conn.profile.guided({'type': 'object'}))")])
+    env = {k: v for k, v in os.environ.items() if k not in ENV_NAMES}
+    env.update(WORKSHOP_DIALECT="response_format", PYTHONPATH=os.pathsep.join([str(Path(__file__).parent), *sys.path]))
+    with pytest.raises(CellExecutionError):
+        NotebookClient(notebook, timeout=60, kernel_name="python3").execute(cwd=str(tmp_path), env=env)
+    [error] = [out for out in notebook.cells[0].outputs if out.output_type == "error"]
+    # IPython shows what _render_traceback_ returns: the message, without a frame of the openai client.
+    assert error.ename == "GuidedInternalServerError"
+    assert error.traceback == [
+        "GuidedInternalServerError: the openai backend refused a guided request in the response_format dialect "
+        "(HTTP 500): Input should be 'text' or 'json_object'\n" + backends._fix("openai", "response_format", None)]
