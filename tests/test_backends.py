@@ -1,6 +1,7 @@
 import json
 import os
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 import nbformat
@@ -234,7 +235,6 @@ def test_the_dialect_pick_is_the_first_enforced_in_order_and_says_why():
 
 
 def replace_profile():
-    from dataclasses import replace
     return replace(PROFILES["openai"], base_url="http://x/v1", model="m")
 
 
