@@ -1,9 +1,11 @@
-"""Pick the next token from logits: temperature, nucleus (top-p), an optional grammar mask, a seeded generator.
+"""Pick the next token from logits: penalties, an optional grammar mask, temperature, nucleus (top-p), a seeded generator.
 
 Sampling is done here in numpy rather than inside llama.cpp so that the mask, the
 candidates before and after it, and the seed are all visible and reproducible.
 """
 from __future__ import annotations
+
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -11,9 +13,62 @@ NUCLEUS_POOL = 256  # top-p only ever needs the head of the distribution
 
 
 def allowed_tokens(bitmask: np.ndarray, vocab_size: int) -> np.ndarray:
-    """llguidance's packed int32 bitmask as one bool per vocabulary token."""
-    bits = np.unpackbits(bitmask.view(np.uint8), bitorder="little")
-    return bits[:vocab_size].astype(bool)
+    """llguidance's packed int32 bitmask as one bool per vocabulary token (a view of unpacked bytes, not a copy)."""
+    return np.unpackbits(bitmask.view(np.uint8), count=vocab_size, bitorder="little").view(bool)
+
+
+def only_allowed(bitmask: np.ndarray) -> int | None:
+    """The token when the mask allows exactly one, else None; reads the packed words, never all of the vocabulary."""
+    words = np.flatnonzero(bitmask)
+    if words.size != 1:
+        return None
+    word = int(bitmask[words[0]]) & 0xFFFFFFFF
+    if word & (word - 1):
+        return None
+    return int(words[0]) * 32 + word.bit_length() - 1
+
+
+def apply_mask(logits: np.ndarray, bitmask: np.ndarray) -> None:
+    """Set every token the mask forbids to -inf, in place."""
+    np.copyto(logits, -np.inf, where=~allowed_tokens(bitmask, logits.size))
+
+
+@dataclass
+class Penalties:
+    """vLLM's order and meaning: repetition divides a positive logit (multiplies a negative one) of every token
+    seen in the prompt or the reply; then frequency subtracts per occurrence in the reply and presence once per
+    token the reply holds (OpenAI's definition)."""
+
+    frequency: float = 0.0
+    presence: float = 0.0
+    repetition: float = 1.0
+    prompt_tokens: list[int] = field(default_factory=list)
+    _counts: dict[int, int] = field(default_factory=dict, init=False)
+    _seen: np.ndarray = field(init=False)
+
+    def __post_init__(self) -> None:
+        self._seen = np.unique(np.asarray(self.prompt_tokens, dtype=np.intp)) if self.repetition != 1.0 \
+            else np.empty(0, dtype=np.intp)
+
+    @property
+    def active(self) -> bool:
+        return self.frequency != 0.0 or self.presence != 0.0 or self.repetition != 1.0
+
+    def record(self, token: int) -> None:
+        """One more token in the reply."""
+        if token not in self._counts and self.repetition != 1.0:
+            self._seen = np.union1d(self._seen, [token])
+        self._counts[token] = self._counts.get(token, 0) + 1
+
+    def apply(self, logits: np.ndarray) -> None:
+        """Adjust `logits` in place, touching only the tokens seen so far."""
+        if self._seen.size:
+            seen = logits[self._seen]
+            logits[self._seen] = np.where(seen > 0, seen / self.repetition, seen * self.repetition)
+        if self._counts and (self.frequency or self.presence):
+            tokens = np.fromiter(self._counts, dtype=np.intp, count=len(self._counts))
+            counts = np.fromiter(self._counts.values(), dtype=np.float32, count=len(self._counts))
+            logits[tokens] -= counts * self.frequency + self.presence
 
 
 def probabilities(logits: np.ndarray, temperature: float) -> np.ndarray:

@@ -1,6 +1,15 @@
 import numpy as np
+import pytest
 
-from helpers.server.sampling import allowed_tokens, probabilities, sample, top_candidates
+from helpers.server.sampling import (
+    Penalties,
+    allowed_tokens,
+    apply_mask,
+    only_allowed,
+    probabilities,
+    sample,
+    top_candidates,
+)
 
 
 def test_temperature_zero_is_greedy():
@@ -39,3 +48,67 @@ def test_probabilities_and_top_candidates():
     assert np.allclose(probabilities(logits, 1.0), [0.5, 0.25, 0.25])
     assert top_candidates(logits, 1) == [(0, top_candidates(logits, 1)[0][1])]
     assert abs(top_candidates(logits, 1)[0][1] - 0.5) < 1e-6
+
+
+def packed(allowed: list[int], vocab_size: int = 96) -> np.ndarray:
+    bits = np.zeros(vocab_size, dtype=bool)
+    bits[allowed] = True
+    return np.packbits(bits, bitorder="little").view(np.int32).copy()
+
+
+@pytest.mark.parametrize("token", [0, 31, 32, 63, 95])
+def test_a_mask_allowing_one_token_names_it(token):
+    assert only_allowed(packed([token])) == token
+
+
+@pytest.mark.parametrize("allowed", [[], [3, 4], [3, 40], [31, 95]])
+def test_a_mask_allowing_none_or_several_names_no_token(allowed):
+    assert only_allowed(packed(allowed)) is None
+
+
+def test_apply_mask_leaves_allowed_logits_alone_and_forbids_the_rest():
+    logits = np.arange(96, dtype=np.float32)
+    apply_mask(logits, packed([2, 33, 90]))
+    assert list(np.flatnonzero(np.isfinite(logits))) == [2, 33, 90]
+    assert logits[[2, 33, 90]].tolist() == [2.0, 33.0, 90.0] and np.all(logits[np.isinf(logits)] < 0)
+
+
+def test_no_penalty_changes_nothing():
+    penalties = Penalties(prompt_tokens=[1, 2])
+    logits = np.array([1.0, -1.0, 4.0], dtype=np.float32)
+    penalties.record(2)
+    penalties.apply(logits)
+    assert not penalties.active and logits.tolist() == [1.0, -1.0, 4.0]
+
+
+def test_frequency_counts_each_occurrence_and_presence_counts_once():
+    penalties = Penalties(frequency=0.5, presence=0.25)
+    for token in (1, 1, 1, 2):
+        penalties.record(token)
+    logits = np.zeros(4, dtype=np.float32)
+    penalties.apply(logits)
+    assert logits.tolist() == [0.0, -1.75, -0.75, 0.0]
+
+
+def test_a_negative_presence_penalty_encourages_repeats():
+    penalties = Penalties(presence=-1.0)
+    penalties.record(0)
+    logits = np.zeros(2, dtype=np.float32)
+    penalties.apply(logits)
+    assert logits.tolist() == [1.0, 0.0]
+
+
+def test_repetition_scales_toward_less_likely_for_prompt_and_reply_tokens_alike():
+    penalties = Penalties(repetition=2.0, prompt_tokens=[0, 1])
+    penalties.record(2)
+    logits = np.array([4.0, -4.0, 4.0, 4.0], dtype=np.float32)
+    penalties.apply(logits)
+    assert logits.tolist() == [2.0, -8.0, 2.0, 4.0]
+
+
+def test_repetition_comes_before_frequency_as_in_vllm():
+    penalties = Penalties(frequency=1.0, repetition=2.0)
+    penalties.record(0)
+    logits = np.array([4.0], dtype=np.float32)
+    penalties.apply(logits)
+    assert logits.tolist() == [1.0]  # 4 / 2 - 1, not (4 - 1) / 2
