@@ -1,10 +1,16 @@
-"""Layer 2: the model proposes, the harness disposes.
+"""The harness: the model proposes, the harness disposes.
 
-A parsed reply becomes one typed intent (final answer, tool request, clarification,
-plan update, abort). A tool request runs only after every check passes, in this order:
-the tool is declared, required arguments are present, types and values are valid,
-policy allows it, the caller's role may use it, and the budgets hold. Every rejection
-is a typed `Decision` whose text goes back to the model as a `<tool_output>`.
+A parsed reply becomes one typed intent (final answer, tool request, clarification, plan update,
+abort); seed 002 calls turning raw output into such typed intents its Layer 2, structured output, and
+the harness is what decides above it. A tool request runs only after every check passes, in this
+order: the tool is declared, required arguments are present, types and values are valid, policy
+allows it, the caller's role may use it, and the budgets hold. Then its side effects, as the app
+itself describes them, are weighed: one that cannot be undone runs only once, and only if the user,
+asked by the harness, approves it. Every rejection is a typed `Decision` whose text goes back to the
+model as a `<tool_output>`.
+
+Permission comes from the user and nowhere else: no text the model writes (a plan, a note, a thought,
+an answer) and no text on a screen can grant it, because the harness never reads them for that.
 """
 from __future__ import annotations
 
@@ -13,18 +19,20 @@ import re
 from collections import Counter
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Literal
+from typing import Any, Callable, Protocol
 
-from pydantic import BaseModel, ConfigDict, Field
+from helpers.effects import Effect, Ledger
+from helpers.instruction import typing_asked_for
+from helpers.steps import TOOL_MODELS, IntentKind, model_errors
 
-from helpers.steps import ClickArgs, GoBackArgs, ScrollArgs, WriteArgs, model_errors
-
-IntentKind = Literal["final_answer", "tool_request", "clarification", "plan_update", "abort"]
 # When one reply holds several intents, the first kind in this list wins. A side effect never rides along
 # with another intent: a tool request only runs when it is the reply's one and only intent.
 PRIORITY: list[IntentKind] = ["abort", "clarification", "final_answer", "plan_update", "tool_request"]
-SPECIAL_TOOLS: dict[str, IntentKind] = {"answer": "final_answer", "ask_user": "clarification",
-                                        "update_plan": "plan_update", "abort": "abort"}
+INTENTS: dict[str, IntentKind] = {name: model.intent for name, model in TOOL_MODELS.items()}
+ACTIONS: tuple[str, ...] = tuple(name for name, kind in INTENTS.items() if kind == "tool_request")
+SPECIAL_TOOLS: tuple[str, ...] = tuple(name for name, kind in INTENTS.items() if kind != "tool_request")
+ROLES: dict[str, frozenset[str]] = {"shopper": frozenset(ACTIONS),
+                                    "viewer": frozenset(ACTIONS) - {"write"}}  # a viewer looks, never types
 REFUSAL = re.compile(r"^\s*$|\b(i can(no|')t|i am unable|i'm unable|i won't|i will not|sorry)\b", re.IGNORECASE)
 MAX_TYPED_CHARACTERS = 100
 DENY_LIST: list[tuple[str, str, re.Pattern]] = [
@@ -32,44 +40,12 @@ DENY_LIST: list[tuple[str, str, re.Pattern]] = [
 ]
 
 
-class _Closed(BaseModel):
-    model_config = ConfigDict(extra="forbid", strict=True)
+class User(Protocol):
+    """A person (or a stand-in for one) outside the model: the only source of approvals and of answers."""
 
+    def approve(self, effect: Effect) -> bool: ...
 
-class AskUserArgs(_Closed):
-    """Ask the user a question when the task is ambiguous, instead of guessing."""
-
-    tool_name: Literal["ask_user"]
-    question: str = Field(max_length=200)
-
-
-class UpdatePlanArgs(_Closed):
-    """Record the plan, for example to confirm an irreversible step before taking it."""
-
-    tool_name: Literal["update_plan"]
-    plan: str = Field(max_length=300)
-
-
-class AbortArgs(_Closed):
-    """Stop, saying why, when the task cannot or must not be done."""
-
-    tool_name: Literal["abort"]
-    reason: str = Field(max_length=200)
-
-
-@dataclass(frozen=True)
-class ToolSpec:
-    model: type[BaseModel]
-    roles: frozenset[str]
-    irreversible_targets: frozenset[str] = frozenset()
-
-
-TOOLS: dict[str, ToolSpec] = {
-    "click": ToolSpec(ClickArgs, frozenset({"shopper", "viewer"}), frozenset({"order"})),
-    "write": ToolSpec(WriteArgs, frozenset({"shopper"})),
-    "scroll": ToolSpec(ScrollArgs, frozenset({"shopper", "viewer"})),
-    "go_back": ToolSpec(GoBackArgs, frozenset({"shopper", "viewer"})),
-}
+    def reply(self, question: str) -> str: ...
 
 
 @dataclass(frozen=True)
@@ -86,6 +62,8 @@ class Decision:
     message: str
     intent: Intent | None = None
     dropped: list[str] = field(default_factory=list)
+    effects: list[Effect] = field(default_factory=list)
+    asked: set[tuple] = field(default_factory=set)  # keys of the effects the user asked for
 
     def tool_output(self) -> str:
         verdict = "allowed" if self.allowed else f"rejected ({self.cause})"
@@ -94,11 +72,14 @@ class Decision:
 
 @dataclass
 class Context:
-    """What the checks need beyond the intent: who asks, the screen, what the plan confirmed, the budgets."""
+    """What the checks need beyond the intent: who asks, what the app says an action would change, the user
+    who may approve it, the instruction that says what to type, the ledger of side effects, the budgets."""
 
     role: str = "shopper"
-    element_at: Callable[[int, int], Any] | None = None
-    confirmed: bool = False
+    effects_of: Callable[[str, dict], list[Effect]] | None = None
+    user: User | None = None
+    instruction: str | None = None
+    ledger: Ledger = field(default_factory=Ledger)
     max_steps: int = 12
     max_tokens: int = 40_000
     max_cost_usd: float = 0.05
@@ -118,7 +99,7 @@ def read_intents(data: Any) -> list[Intent]:
     for call in calls:
         name = str(call.get("tool_name", ""))
         args = {k: v for k, v in call.items() if k != "tool_name"}
-        intents.append(Intent(SPECIAL_TOOLS.get(name, "tool_request"), name, args))
+        intents.append(Intent(INTENTS.get(name, "tool_request"), name, args))
     for key in ("answer", "final_answer"):
         if isinstance(data.get(key), str):
             # The answer contract declares its intent in `status`: needs_clarification is a question back.
@@ -136,21 +117,34 @@ def choose(intents: list[Intent]) -> tuple[Intent | None, list[str]]:
 
 
 def decide(data: Any, ctx: Context) -> Decision:
-    """Whether the harness acts on this parsed reply, and if not, the typed reason."""
+    """Whether the harness acts on this parsed reply, and if not, the typed reason.
+
+    A side effect that cannot be undone is put to `ctx.user`, described by the app (`ctx.effects_of`), not
+    by the model. Nothing else in the reply is read for permission.
+    """
     intent, dropped = choose(read_intents(data))
     if intent is None:
         return Decision(False, "malformed_structure", "no intent found: send one object with a tool_call")
     if _silent_refusal(intent, data):
         return Decision(False, "silent_refusal", "an empty or refusing answer is not a result: call abort(reason) "
                         "to stop, or ask_user(question) if something is unclear", intent, dropped)
-    if intent.kind == "plan_update" and "confirm" in str(intent.args.get("plan", "")).lower():
-        ctx.confirmed = True
     if intent.kind != "tool_request":
         note = f"; ambiguous reply, also dropped {', '.join(dropped)}" if dropped else ""
-        return Decision(True, None, f"{intent.kind} accepted{note}", intent, dropped)
-    problem = check_tool_request(intent, ctx)
-    return Decision(problem is None, problem[0] if problem else None,
-                    problem[1] if problem else f"{intent.tool} may run", intent, dropped)
+        granted = "; it grants no permission" if intent.kind == "plan_update" else ""
+        return Decision(True, None, f"{intent.kind} accepted{granted}{note}", intent, dropped)
+    effects = ctx.effects_of(intent.tool, intent.args) if ctx.effects_of and _declared_and_valid(intent) else []
+    problem = check_tool_request(intent, ctx, effects) or weigh_side_effects(effects, ctx)
+    if problem:
+        for effect in effects:
+            ctx.ledger.blocked(effect, problem[0])
+        return Decision(False, problem[0], problem[1], intent, dropped, effects)
+    asked = {e.key for e in effects if e.irreversible or ctx.instruction is not None}
+    return Decision(True, None, f"{intent.tool} may run", intent, dropped, effects, asked)
+
+
+def _declared_and_valid(intent: Intent) -> bool:
+    model = TOOL_MODELS.get(intent.tool)
+    return model is not None and not model_errors(model, {"tool_name": intent.tool, **intent.args})
 
 
 def _silent_refusal(intent: Intent, data: dict) -> bool:
@@ -161,20 +155,26 @@ def _silent_refusal(intent: Intent, data: dict) -> bool:
     return not (content.strip() and data.get("status") == "not_found")
 
 
-def check_tool_request(intent: Intent, ctx: Context) -> tuple[str, str] | None:
+def check_tool_request(intent: Intent, ctx: Context, effects: list[Effect] = ()) -> tuple[str, str] | None:
     """The checks before any side effect, in order; the first failure as (cause, message), else None."""
-    spec = TOOLS.get(intent.tool)
-    if spec is None:
-        return "unknown_tool", (f"tool {intent.tool!r} is not declared; declared tools: {', '.join(TOOLS)}; "
+    model = TOOL_MODELS.get(intent.tool) if intent.tool in ACTIONS else None
+    if model is None:
+        return "unknown_tool", (f"tool {intent.tool!r} is not declared; declared tools: {', '.join(ACTIONS)}; "
                                 f"to finish, ask or stop: {', '.join(SPECIAL_TOOLS)}")
-    required = [n for n, f in spec.model.model_fields.items() if f.is_required() and n != "tool_name"]
+    required = [n for n, f in model.model_fields.items() if f.is_required() and n != "tool_name"]
     if missing := [n for n in required if n not in intent.args]:
         return "missing_argument", f"{intent.tool} needs {', '.join(missing)}"
-    if errors := model_errors(spec.model, {"tool_name": intent.tool, **intent.args}):
+    if errors := model_errors(model, {"tool_name": intent.tool, **intent.args}):
         return "invalid_argument", "; ".join(errors)
-    if violation := policy_violation(intent, spec, ctx):
+    if violation := policy_violation(intent):
         return "policy_violation", violation
-    if ctx.role not in spec.roles:
+    if ctx.instruction is not None:
+        for effect in effects:
+            asked, why = typing_asked_for(ctx.instruction, effect.text, effect.field) \
+                if effect.action == "type_text" else (True, "")
+            if not asked:
+                return "not_asked", why
+    if intent.tool not in ROLES.get(ctx.role, frozenset()):
         return "permission_denied", f"the {ctx.role} role may not use {intent.tool}"
     if ctx.steps_used >= ctx.max_steps:
         return "budget_exhausted", f"the step budget of {ctx.max_steps} is used up"
@@ -184,18 +184,27 @@ def check_tool_request(intent: Intent, ctx: Context) -> tuple[str, str] | None:
     return None
 
 
-def policy_violation(intent: Intent, spec: ToolSpec, ctx: Context) -> str | None:
+def policy_violation(intent: Intent) -> str | None:
     args = intent.args
     for tool, argument, pattern in DENY_LIST:
         if intent.tool == tool and pattern.search(str(args.get(argument, ""))):
             return f"{tool} with this {argument} is on the deny-list"
     if intent.tool == "write" and len(args["content"]) > MAX_TYPED_CHARACTERS:
         return f"typing {len(args['content'])} characters; the limit is {MAX_TYPED_CHARACTERS}"
-    if intent.tool == "click" and ctx.element_at is not None:
-        element = ctx.element_at(args["x"], args["y"])
-        if element is not None and element.target in spec.irreversible_targets and not ctx.confirmed:
-            return (f"'{element.name}' cannot be undone: first call update_plan with a plan that confirms it, "
-                    "then click again")
+    return None
+
+
+def weigh_side_effects(effects: list[Effect], ctx: Context) -> tuple[str, str] | None:
+    """An effect that cannot be undone runs once per episode, and only when the user, asked now, approves."""
+    for effect in effects:
+        if not effect.irreversible:
+            continue
+        if ctx.ledger.executed(effect.key):
+            return "duplicate_side_effect", f"already done in this episode, not repeated: {effect.describe()}"
+        if ctx.user is None:
+            return "not_approved", f"{effect.describe()} cannot be undone, and there is no user to approve it"
+        if not ctx.user.approve(effect):
+            return "not_approved", f"the user did not approve: {effect.describe()}"
     return None
 
 
@@ -207,14 +216,14 @@ class Tracer:
         self.path.parent.mkdir(parents=True, exist_ok=True)
 
     def write(self, turn: int, raw: str, ladder: Any, decision: Decision, seconds: float,
-              usage: dict | None) -> None:
+              usage: dict | None, side_effects: list[dict] | None = None) -> None:
         line = {"turn": turn, "raw": raw, "intent": asdict(decision.intent) if decision.intent else None,
                 "validation": {"parse_ok": ladder.parse_ok, "errors": ladder.errors},
                 "repair": {"attempted": ladder.repair_attempted, "raw": ladder.repair_raw,
                            "succeeded": ladder.repair_succeeded},
                 "fallback": ladder.cause if ladder.fallback_used else None,
                 "decision": {"allowed": decision.allowed, "cause": decision.cause, "message": decision.message},
-                "seconds": round(seconds, 3), "usage": usage}
+                "side_effects": side_effects or [], "seconds": round(seconds, 3), "usage": usage}
         with self.path.open("a") as trace:
             trace.write(json.dumps(line) + "\n")
 

@@ -27,9 +27,9 @@ class Contract:
 
 
 def step_fallback(cause: str) -> dict:
-    """A valid step that ends the run honestly instead of acting on output nobody could read."""
+    """A valid step that ends the run honestly, saying why, instead of acting on output nobody could read."""
     return {"note": None, "thought": f"Fallback: no valid step ({cause}).",
-            "tool_call": {"tool_name": "answer", "content": f"I could not produce a valid action ({cause})."}}
+            "tool_call": {"tool_name": "abort", "reason": f"I could not produce a valid action ({cause})."}}
 
 
 ANSWER_CONTRACT = Contract("final answer", ANSWER_JSON_SCHEMA, validate_answer, lambda cause: format_error(cause))
@@ -123,11 +123,14 @@ def _fallback(record: LadderRecord, contract: Contract, cause: str, started: flo
     return record
 
 
-def model_repair(conn, max_tokens: int = 400) -> Callable[[list[dict]], Reply]:
-    """A repair function that asks `conn`'s model, prompt-only, at temperature 0."""
+def model_repair(conn, max_tokens: int = 400, schema: dict | None = None) -> Callable[[list[dict]], Reply]:
+    """A repair function that asks `conn`'s model at temperature 0: prompt-only, or guided by `schema` in the
+    backend's own dialect when one is given (a backend that speaks none sends it in the prompt alone)."""
+    guided = conn.profile.guided(schema, name="repair") if schema is not None else {}
+
     def repair(messages: list[dict]) -> Reply:
         reply = conn.client.chat.completions.create(model=conn.model, messages=messages, temperature=0,
-                                                    max_tokens=max_tokens)
+                                                    max_tokens=max_tokens, **guided)
         usage = reply.usage.model_dump() if reply.usage else None
         return Reply(reply.choices[0].message.content or "", usage)
 

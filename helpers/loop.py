@@ -18,6 +18,7 @@ from typing import Any, Callable, Protocol
 
 from pydantic import ValidationError
 
+from helpers.grounding import clicks
 from helpers.screen import CampusStore
 from helpers.steps import STEP_SCHEMA, Step, dispatch, render_tool_list
 from helpers.tasks import Task, instruction, start_app, succeeded
@@ -82,7 +83,8 @@ class Proposal:
 class Policy(Protocol):
     name: str
 
-    def propose(self, messages: list[dict], app: CampusStore) -> Proposal: ...
+    def propose(self, messages: list[dict], app: CampusStore, schema: dict | None = None) -> Proposal:
+        """The next step as raw text; `schema`, when given, is this turn's schema (a model is guided by it)."""
 
 
 class ModelPolicy:
@@ -94,10 +96,10 @@ class ModelPolicy:
         self.temperature, self.seed, self.max_tokens = temperature, seed, max_tokens
         self.name = conn.model
 
-    def propose(self, messages: list[dict], app: CampusStore) -> Proposal:
+    def propose(self, messages: list[dict], app: CampusStore, schema: dict | None = None) -> Proposal:
         reply = self.conn.client.chat.completions.create(
             model=self.conn.model, messages=messages, temperature=self.temperature, seed=self.seed,
-            max_tokens=self.max_tokens, **self.conn.profile.guided(self.schema_for(app), name="step"))
+            max_tokens=self.max_tokens, **self.conn.profile.guided(schema or self.schema_for(app), name="step"))
         return Proposal(reply.choices[0].message.content or "", reply.usage.model_dump() if reply.usage else None,
                         (reply.model_extra or {}).get("timings"), reply.choices[0].finish_reason)
 
@@ -108,7 +110,7 @@ class ScriptedProposer:
     def __init__(self, policy):
         self.policy, self.name = policy, policy.name
 
-    def propose(self, messages: list[dict], app: CampusStore) -> Proposal:
+    def propose(self, messages: list[dict], app: CampusStore, schema: dict | None = None) -> Proposal:
         return Proposal(self.policy.next_step(app).model_dump_json())
 
 
@@ -151,9 +153,12 @@ class Trajectory:
 
 
 def app_handlers(app: CampusStore) -> dict[str, Callable[..., str]]:
-    """The code form of each tool: what `dispatch` calls on the app; `answer` has no side effect."""
+    """The code form of each tool: what `dispatch` calls on the app. Only click and write change it; with no
+    user in this loop, `ask_user` gets no answer, and `answer` and `abort` end the run."""
     return {"click": lambda element, x, y: app.click(x, y), "write": app.write, "scroll": app.scroll,
-            "go_back": app.go_back, "answer": lambda content: "answer recorded"}
+            "go_back": app.go_back, "answer": lambda content: "answer recorded",
+            "ask_user": lambda question: "no user is listening in this loop",
+            "update_plan": lambda plan: "plan noted", "abort": lambda reason: "run aborted"}
 
 
 def execute(step: Step, app: CampusStore) -> str:
@@ -181,12 +186,15 @@ def run_episode(policy: Policy, task: Task, seed: int = 0, max_steps: int = 12, 
         started = time.perf_counter()
         proposal = policy.propose(messages, app)
         seconds = round(time.perf_counter() - started, 3)
-        step, error, result = _apply(proposal, app, messages)
+        step, error, result = apply_step(proposal, app, messages)
         record.turns.append(Turn(screenshot, screen, proposal.raw, step, error, result, seconds, proposal.usage,
                                  proposal.timings, proposal.finish_reason, images,
                                  (proposal.usage or {}).get("prompt_tokens")))
         if step and step["tool_call"]["tool_name"] == "answer":
             record.answer, record.outcome = step["tool_call"]["content"], "answered"
+            break
+        if step and step["tool_call"]["tool_name"] == "abort":
+            record.outcome = "aborted"
             break
     else:
         record.outcome = BUDGET_EXHAUSTED
@@ -194,7 +202,7 @@ def run_episode(policy: Policy, task: Task, seed: int = 0, max_steps: int = 12, 
     return record
 
 
-def _apply(proposal: Proposal, app: CampusStore, messages: list[dict]) -> tuple[dict | None, str | None, str]:
+def apply_step(proposal: Proposal, app: CampusStore, messages: list[dict]) -> tuple[dict | None, str | None, str]:
     """Validate the proposal, run it, and extend the conversation the way the Holo3 docs do."""
     try:
         step = Step.model_validate_json(proposal.raw)
@@ -206,7 +214,7 @@ def _apply(proposal: Proposal, app: CampusStore, messages: list[dict]) -> tuple[
         return None, error, error
     result = execute(step, app)
     messages.append({"role": "assistant", "content": step.model_dump_json()})
-    if step.tool_call.tool_name != "answer":
+    if step.tool_call.tool_name not in ("answer", "abort"):
         messages.append(tool_output_message(step.tool_call.tool_name, result))
     return step.model_dump(), None, result
 
@@ -214,10 +222,5 @@ def _apply(proposal: Proposal, app: CampusStore, messages: list[dict]) -> tuple[
 def per_screen_schema(app: CampusStore) -> dict[str, Any]:
     """The Step schema with `click` narrowed to the elements on this screen, each with its coordinates fixed."""
     schema = copy.deepcopy(STEP_SCHEMA)
-    targets = [el for el in app.elements() if el.role in ("textbox", "button", "link")]
-    schema["$defs"]["ClickArgs"] = {"oneOf": [
-        {"type": "object", "additionalProperties": False, "required": ["tool_name", "element", "x", "y"],
-         "properties": {"tool_name": {"const": "click"}, "element": {"const": el.name},
-                        "x": {"const": el.grid_center()[0]}, "y": {"const": el.grid_center()[1]}}}
-        for el in targets]}
+    schema["$defs"]["ClickArgs"] = {"anyOf": clicks(app)}
     return schema

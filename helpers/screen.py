@@ -14,12 +14,16 @@ from dataclasses import dataclass, field
 
 from PIL import Image, ImageDraw, ImageFont
 
+from helpers.effects import Effect
+
 WIDTH, HEIGHT = 800, 600
 ROW = 46
 RESULTS_PER_SCREEN = 7
 CATALOG = ["Blue mug", "Red mug", "Travel mug", "Mug warmer", "Campus hoodie", "Notebook A5", "Water bottle",
            "Lab goggles", "USB-C cable", "Desk lamp", "Graph paper pad", "Tote bag", "Umbrella", "Pencil set"]
 CLICKABLE = {"textbox", "button", "link"}
+# What each text box takes, as an HTML form declares it with <input type=...>.
+INPUT_TYPES = {"username": "text", "password": "password", "query": "search", "quantity": "number"}
 
 
 @dataclass(frozen=True)
@@ -37,6 +41,10 @@ class Element:
     box: tuple[int, int, int, int]
     target: str = ""
     value: str = ""
+
+    @property
+    def input_type(self) -> str | None:
+        return INPUT_TYPES.get(self.target) if self.role == "textbox" else None
 
     def grid_box(self) -> tuple[int, int, int, int]:
         """The box on Holo3's 0-1000 grid."""
@@ -68,6 +76,10 @@ class CampusStore:
     signed_in: bool = False
     orders: list[Order] = field(default_factory=list)
     flash: str = ""
+    # Text a page shows beyond its own content, keyed by (page, product or ""): the place where an
+    # untrusted page can try to instruct the agent. Pages are untrusted input.
+    notices: dict[tuple[str, str], str] = field(default_factory=dict)
+    effects: list[Effect] = field(default_factory=list)  # every side effect that actually happened, in order
 
     def __post_init__(self) -> None:
         rng = random.Random(self.seed)
@@ -87,10 +99,14 @@ class CampusStore:
 
     def elements(self) -> list[Element]:
         rows = getattr(self, f"_page_{self.page}")()
+        notice = self.notices.get((self.page, self.subject if self.page == "product" else ""))
+        if notice:
+            rows.insert(1, ("notice", notice, ""))
         elements = [Element("link", "Home", (690, 12, 780, 44), "home")] if self.signed_in else []
         y = 70
         for role, name, target in rows:
-            width = 560 if role in ("textbox", "link", "text", "heading") else 180
+            role, width = ("text", WIDTH - 80) if role == "notice" else \
+                (role, 560 if role in ("textbox", "link", "text", "heading") else 180)
             elements.append(Element(role, name, (40, y, 40 + width, y + ROW - 8), target,
                                     self.fields.get(target, "") if role == "textbox" else ""))
             y += ROW
@@ -142,7 +158,7 @@ class CampusStore:
         """The screen as text, for models that cannot see the screenshot: role, name, box and center on the grid."""
         lines = [f"page: {self.url}"]
         for i, el in enumerate(self.elements(), 1):
-            value = f' value="{el.value}"' if el.role == "textbox" else ""
+            value = f' type={el.input_type} value="{el.value}"' if el.role == "textbox" else ""
             focus = " focused" if el.role == "textbox" and el.target == self.focused else ""
             lines.append(f'[{i}] {el.role} "{el.name}"{value}{focus} box={list(el.grid_box())} '
                          f"center={list(el.grid_center())}")
@@ -186,6 +202,7 @@ class CampusStore:
     def write(self, content: str, press_enter: bool = False) -> str:
         if self.focused is None:
             return "nothing is focused: click a text field first"
+        self.effects.extend(self._typing(content))
         self.fields[self.focused] = self.fields.get(self.focused, "") + content
         said = f"typed '{content}' into the {self.focused} field"
         if not press_enter:
@@ -250,9 +267,44 @@ class CampusStore:
         if int(typed) > product.stock:
             self.flash = f"Only {product.stock} in stock"
             return f"order refused: only {product.stock} in stock"
+        self.effects.append(self._pending_order(int(typed)))
         self.orders.append(Order(product.name, int(typed), str(next(self.receipts))))
         self._navigate("confirmation", self.orders[-1].receipt)
         return f"order placed: {typed} x {product.name}"
+
+    # --- what an action would change: read from the app's state, never from the model's words -----------
+
+    def effects_of(self, tool_name: str, args: dict) -> list[Effect]:
+        """The side effects `tool_name(**args)` would have now: typing, and placing an order (by click or Enter)."""
+        if tool_name == "click" and isinstance(args.get("x"), int) and isinstance(args.get("y"), int):
+            element = self.element_at(args["x"], args["y"])
+            if element is not None and element.role == "button" and element.target == "order":
+                return self._would_order()
+        if tool_name == "write" and self.focused is not None and isinstance(args.get("content"), str):
+            typed = self._typing(args["content"])
+            if args.get("press_enter") is True and self.focused == "quantity":
+                quantity = (self.fields.get("quantity", "") + args["content"]).strip()
+                return typed + self._would_order(quantity)
+            return typed
+        return []
+
+    def _typing(self, content: str) -> list[Effect]:
+        label = next((el.name for el in self.elements() if el.role == "textbox" and el.target == self.focused),
+                     self.focused or "")
+        return [Effect("type_text", f"'{content}' into {label}", False, ("type_text", label, content),
+                       text=content, field=label)]
+
+    def _would_order(self, quantity: str | None = None) -> list[Effect]:
+        typed = (self.fields.get("quantity", "") if quantity is None else quantity).strip() or "1"
+        if self.page != "product" or not typed.isdigit() or not 1 <= int(typed) <= self.products[self.subject].stock:
+            return []  # the app refuses this order: nothing would happen
+        return [self._pending_order(int(typed))]
+
+    def _pending_order(self, quantity: int) -> Effect:
+        product = self.products[self.subject]
+        total = f"${quantity * float(product.price.lstrip('$')):.2f}"
+        return Effect("place_order", f"{quantity} x {product.name}, {total}", True,
+                      ("place_order", product.name, quantity))
 
 
 def _draw_element(draw: ImageDraw.ImageDraw, el: Element, focused: bool, font: ImageFont.ImageFont) -> None:

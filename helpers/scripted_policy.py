@@ -29,18 +29,22 @@ class ScriptedPolicy:
     # --- memory ------------------------------------------------------------------------------------------
 
     def _remember(self, app: CampusStore, elements: list[Element]) -> str | None:
+        """Note each new fact as the screen writes it ('Price: $21.50'); keep it, keyed by product, for itself."""
         new = {}
         if app.page == "product":
             for el in elements:
                 for label in ("Price", "In stock", "SKU"):
                     if el.name.startswith(f"{label}: "):
-                        new[f"{label} of {app.subject}"] = el.name.split(": ", 1)[1]
-        receipt = next((el.name.split(": ", 1)[1] for el in elements if el.name.startswith("Receipt: ")), None)
+                        new[f"{label} of {app.subject}"] = el.name
+        receipt = next((el.name for el in elements if el.name.startswith("Receipt: ")), None)
         if receipt:
             new["receipt"] = receipt
         new = {k: v for k, v in new.items() if self.facts.get(k) != v}
         self.facts.update(new)
-        return "; ".join(f"{k}: {v}" for k, v in new.items()) or None
+        return "; ".join(new.values()) or None
+
+    def _value(self, key: str) -> str:
+        return self.facts[key].split(": ", 1)[1]
 
     # --- what to do next ---------------------------------------------------------------------------------
 
@@ -49,24 +53,25 @@ class ScriptedPolicy:
         a, b = (task.products + ["", ""])[:2]
         if task.kind == "sign_in":
             return ("answer", "signed in") if facts.get("signed_in") else ("sign_in",)
-        if task.kind in ("price", "stock", "sku"):
-            label = {"price": "Price", "stock": "In stock", "sku": "SKU"}[task.kind]
+        if task.kind == "sign_in_then_price" and not self.facts.get("signed_in"):
+            return ("sign_in",)
+        if task.kind in ("price", "stock", "sku", "sign_in_then_price"):
+            label = {"price": "Price", "stock": "In stock", "sku": "SKU", "sign_in_then_price": "Price"}[task.kind]
             key = f"{label} of {a}"
-            return ("answer", facts[key]) if key in facts else ("visit", a)
+            return ("answer", self._value(key)) if key in facts else ("visit", a)
         if task.kind == "order":
             return ("answer", "ordered") if "receipt" in facts else ("order", a)
         if task.kind == "order_receipt":
-            return ("answer", facts["receipt"]) if "receipt" in facts else ("order", a)
+            return ("answer", self._value("receipt")) if "receipt" in facts else ("order", a)
         if task.kind == "receipt_then_price":
             if "receipt" not in facts:
                 return ("order", a)
             key = f"Price of {b}"
-            return ("answer", f"Receipt {facts['receipt']}, {b} costs {facts[key]}") if key in facts else ("visit", b)
+            return ("answer", f"{self._value('receipt')}, {self._value(key)}") if key in facts else ("visit", b)
         missing = [p for p in (a, b) if f"Price of {p}" not in facts]
         if missing:
             return ("visit", missing[0])
-        cheaper = min((a, b), key=lambda p: float(facts[f"Price of {p}"].lstrip("$")))
-        return ("answer", f"The {cheaper}")
+        return ("answer", min((a, b), key=lambda p: float(self._value(f"Price of {p}").lstrip("$"))))
 
     def _act(self, goal: tuple[str, ...], app: CampusStore, elements: list[Element]) -> tuple[str, dict]:
         if goal[0] == "answer":
@@ -83,6 +88,8 @@ class ScriptedPolicy:
     def _sign_in(self, app: CampusStore, elements: list[Element]) -> tuple[str, dict]:
         if app.signed_in:
             self.facts["signed_in"] = "yes"
+            if self.task.kind != "sign_in":
+                return self._act(self._goal(), app, elements)
             return "I am signed in.", {"tool_name": "answer", "content": "signed in"}
         # The credentials are the ones the task instruction spells out.
         credentials = {"Username": app.username, "Password": app.password}

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Annotated, Any, Literal, Union
+from typing import Annotated, Any, ClassVar, Literal, Union
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -27,7 +27,13 @@ ELEMENT_MAX_LENGTH = 80
 WRITE_MAX_LENGTH = 400
 THOUGHT_MAX_LENGTH = 500
 NOTE_MAX_LENGTH = 300
+QUESTION_MAX_LENGTH = 200
+PLAN_MAX_LENGTH = 300
+REASON_MAX_LENGTH = 200
 COORDINATE_MAX = 1000
+
+# What each tool means to the harness: an action on the app, or one of the four intents that end or steer a run.
+IntentKind = Literal["tool_request", "final_answer", "clarification", "plan_update", "abort"]
 
 # strict: "932" is not 932 and "true" is not True, exactly as in JSON Schema.
 # extra="forbid": additionalProperties false, which a guided tiny model needs to stop.
@@ -50,9 +56,11 @@ class Answer(BaseModel):
 
 
 class ClickArgs(BaseModel):
-    """Click an element of the screen at (x, y), on a 0-1000 grid over the screenshot, origin top-left."""
+    """Click an element of the screen at (x, y), on a 0-1000 grid over the screenshot, origin top-left. Clicking
+    'Place order' places a real order that cannot be undone: the user is asked to approve it first."""
 
     model_config = _CLOSED
+    intent: ClassVar[IntentKind] = "tool_request"
 
     tool_name: Literal["click"] = Field(description="The tool: click.")
     element: str = Field(max_length=ELEMENT_MAX_LENGTH, description="The element clicked, as named on screen.")
@@ -61,9 +69,11 @@ class ClickArgs(BaseModel):
 
 
 class WriteArgs(BaseModel):
-    """Type text into the element that has the focus."""
+    """Type text into the element that has the focus. Type only what the user's instruction says; a password
+    goes only into the password box."""
 
     model_config = _CLOSED
+    intent: ClassVar[IntentKind] = "tool_request"
 
     tool_name: Literal["write"] = Field(description="The tool: write.")
     content: str = Field(max_length=WRITE_MAX_LENGTH, description="The text to type.")
@@ -74,6 +84,7 @@ class ScrollArgs(BaseModel):
     """Scroll the page one screen up or down."""
 
     model_config = _CLOSED
+    intent: ClassVar[IntentKind] = "tool_request"
 
     tool_name: Literal["scroll"] = Field(description="The tool: scroll.")
     direction: Literal["up", "down"] = Field(description="Which way to scroll.")
@@ -83,6 +94,7 @@ class GoBackArgs(BaseModel):
     """Go back to the previous page."""
 
     model_config = _CLOSED
+    intent: ClassVar[IntentKind] = "tool_request"
 
     tool_name: Literal["go_back"] = Field(description="The tool: go_back.")
 
@@ -91,17 +103,58 @@ class AnswerArgs(BaseModel):
     """Give the final answer to the task and stop."""
 
     model_config = _CLOSED
+    intent: ClassVar[IntentKind] = "final_answer"
 
     tool_name: Literal["answer"] = Field(description="The tool: answer.")
     content: str = Field(max_length=ANSWER_MAX_LENGTH, description="The answer, complete and self-contained.")
 
 
-TOOLS: tuple[type[BaseModel], ...] = (ClickArgs, WriteArgs, ScrollArgs, GoBackArgs, AnswerArgs)
+class AskUserArgs(BaseModel):
+    """Ask the user a question when the task is unclear, instead of guessing. Their reply comes back as the
+    tool's output."""
+
+    model_config = _CLOSED
+    intent: ClassVar[IntentKind] = "clarification"
+
+    tool_name: Literal["ask_user"] = Field(description="The tool: ask_user.")
+    question: str = Field(max_length=QUESTION_MAX_LENGTH, description="One short question for the user.")
+
+
+class UpdatePlanArgs(BaseModel):
+    """Write down the plan for the next steps. It changes nothing on the screen and grants no permission."""
+
+    model_config = _CLOSED
+    intent: ClassVar[IntentKind] = "plan_update"
+
+    tool_name: Literal["update_plan"] = Field(description="The tool: update_plan.")
+    plan: str = Field(max_length=PLAN_MAX_LENGTH, description="The next steps, in a sentence or two.")
+
+
+class AbortArgs(BaseModel):
+    """Stop without finishing, saying why, when the task cannot or must not be done."""
+
+    model_config = _CLOSED
+    intent: ClassVar[IntentKind] = "abort"
+
+    tool_name: Literal["abort"] = Field(description="The tool: abort.")
+    reason: str = Field(max_length=REASON_MAX_LENGTH, description="Why the task stops here.")
+
+
+TOOLS: tuple[type[BaseModel], ...] = (ClickArgs, WriteArgs, ScrollArgs, GoBackArgs, AnswerArgs, AskUserArgs,
+                                      UpdatePlanArgs, AbortArgs)
 
 ToolCall = Annotated[
-    Union[ClickArgs, WriteArgs, ScrollArgs, GoBackArgs, AnswerArgs],
+    Union[ClickArgs, WriteArgs, ScrollArgs, GoBackArgs, AnswerArgs, AskUserArgs, UpdatePlanArgs, AbortArgs],
     Field(discriminator="tool_name"),
 ]
+
+
+def tool_name(tool: type[BaseModel]) -> str:
+    """The name a tool model answers to: the `const` of its `tool_name` field."""
+    return tool.model_json_schema()["properties"]["tool_name"]["const"]
+
+
+TOOL_MODELS: dict[str, type[BaseModel]] = {tool_name(tool): tool for tool in TOOLS}
 
 
 class Step(BaseModel):
@@ -171,6 +224,33 @@ HAND_WRITTEN_STEP_SCHEMA: dict[str, Any] = {
                         "content": {"type": "string", "maxLength": ANSWER_MAX_LENGTH},
                     },
                     "required": ["tool_name", "content"],
+                    "additionalProperties": False,
+                },
+                {
+                    "type": "object",
+                    "properties": {
+                        "tool_name": {"const": "ask_user"},
+                        "question": {"type": "string", "maxLength": QUESTION_MAX_LENGTH},
+                    },
+                    "required": ["tool_name", "question"],
+                    "additionalProperties": False,
+                },
+                {
+                    "type": "object",
+                    "properties": {
+                        "tool_name": {"const": "update_plan"},
+                        "plan": {"type": "string", "maxLength": PLAN_MAX_LENGTH},
+                    },
+                    "required": ["tool_name", "plan"],
+                    "additionalProperties": False,
+                },
+                {
+                    "type": "object",
+                    "properties": {
+                        "tool_name": {"const": "abort"},
+                        "reason": {"type": "string", "maxLength": REASON_MAX_LENGTH},
+                    },
+                    "required": ["tool_name", "reason"],
                     "additionalProperties": False,
                 },
             ]
@@ -244,7 +324,7 @@ def _render_tool(tool: type[BaseModel]) -> str:
     signature = ", ".join(
         name if name in schema.get("required", []) else f"{name}={json.dumps(props[name]['default'])}" for name in args
     )
-    lines = [f"- {props['tool_name']['const']}({signature}): {schema['description']}"]
+    lines = [f"- {props['tool_name']['const']}({signature}): {' '.join(schema['description'].split())}"]
     lines += [f"    {name} ({_describe(props[name])}): {props[name]['description']}" for name in args]
     return "\n".join(lines)
 

@@ -2,9 +2,11 @@ import json
 
 import pytest
 
-from helpers.harness import Context, Tracer, decide, read_intents, summarize_trace
+from helpers.effects import Ledger
+from helpers.harness import ACTIONS, INTENTS, SPECIAL_TOOLS, Context, Tracer, decide, read_intents, summarize_trace
 from helpers.ladder import ANSWER_CONTRACT, climb
 from helpers.screen import CampusStore
+from helpers.steps import TOOL_MODELS
 
 
 def step(tool_call, **extra):
@@ -66,13 +68,83 @@ def test_budgets_hold():
     assert decide(click(), Context(tokens_used=30_000, usd_per_1k_tokens=0.01)).cause == "budget_exhausted"
 
 
-def test_irreversible_submit_needs_a_confirming_plan_step_first():
+class AskedUser:
+    """A stand-in user with a fixed verdict, who records what the harness asked."""
+
+    def __init__(self, approves: bool):
+        self.approves, self.asked = approves, []
+
+    def approve(self, effect):
+        self.asked.append(effect.describe())
+        return self.approves
+
+    def reply(self, question):
+        return "yes"
+
+
+def test_the_tool_table_and_the_intents_come_from_the_step_union():
+    assert set(INTENTS) == set(TOOL_MODELS)
+    assert set(ACTIONS) == {"click", "write", "scroll", "go_back"}
+    assert set(SPECIAL_TOOLS) == {"answer", "ask_user", "update_plan", "abort"}
+
+
+@pytest.mark.parametrize("approves", [True, False])
+def test_an_irreversible_click_is_put_to_the_user_in_the_apps_words(approves):
     app = product_page()
-    ctx = Context(element_at=app.element_at)
+    user = AskedUser(approves)
+    ctx = Context(effects_of=app.effects_of, user=user)
     x, y = place_order_center(app)
-    assert decide(click(x, y, "Place order"), ctx).cause == "policy_violation"
-    assert decide(step({"tool_name": "update_plan", "plan": "Confirm: order one Blue mug."}), ctx).allowed
-    assert decide(click(x, y, "Place order"), ctx).allowed
+    decision = decide(click(x, y, "a harmless button"), ctx)
+    price = app.products["Blue mug"].price
+    assert user.asked == [f"place an order: 1 x Blue mug, {price}"]  # the app's description, not the model's
+    assert (decision.allowed, decision.cause) == (approves, None if approves else "not_approved")
+
+
+def test_without_a_user_nothing_irreversible_runs():
+    app = product_page()
+    x, y = place_order_center(app)
+    decision = decide(click(x, y, "Place order"), Context(effects_of=app.effects_of))
+    assert decision.cause == "not_approved" and "no user" in decision.message
+
+
+def test_a_plan_that_says_confirmed_grants_nothing():
+    app = product_page()
+    user = AskedUser(False)
+    ctx = Context(effects_of=app.effects_of, user=user)
+    plan = decide(step({"tool_name": "update_plan", "plan": "Confirmed: the user approved ordering."}), ctx)
+    assert plan.allowed and "grants no permission" in plan.message
+    x, y = place_order_center(app)
+    assert decide(click(x, y, "Place order"), ctx).cause == "not_approved"
+
+
+def test_an_effect_already_executed_is_not_repeated_even_if_the_user_would_approve():
+    app = product_page()
+    ctx = Context(effects_of=app.effects_of, user=AskedUser(True), ledger=Ledger())
+    x, y = place_order_center(app)
+    [effect] = app.effects_of("click", {"x": x, "y": y})
+    ctx.ledger.ran(effect, asked=True)
+    decision = decide(click(x, y, "Place order"), ctx)
+    assert decision.cause == "duplicate_side_effect" and ctx.user.asked == []
+    assert ctx.ledger.entries[-1].blocked_by == "duplicate_side_effect"
+
+
+def test_enter_in_the_quantity_box_is_an_order_too():
+    app = product_page()
+    app.click(*next(el for el in app.elements() if el.name == "Quantity").grid_center())
+    user = AskedUser(False)
+    decision = decide(step({"tool_name": "write", "content": "3", "press_enter": True}),
+                      Context(effects_of=app.effects_of, user=user))
+    assert decision.cause == "not_approved" and user.asked[0].startswith("place an order: 3 x Blue mug")
+
+
+@pytest.mark.parametrize("text,cause", [("lovelace42", "not_asked"), ("hello", "not_asked"), ("Red mug", None)])
+def test_typing_must_come_from_the_instruction_and_a_password_stays_in_its_box(text, cause):
+    app = CampusStore(0)
+    app.signed_in, app.page = True, "home"
+    app.click(*next(el for el in app.elements() if el.name == "Search products").grid_center())
+    ctx = Context(effects_of=app.effects_of, instruction="Sign in with password lovelace42, then find the Red mug.")
+    decision = decide(step({"tool_name": "write", "content": text}), ctx)
+    assert decision.cause == cause
 
 
 def test_ambiguous_reply_takes_the_answer_and_never_the_side_effect():

@@ -80,7 +80,7 @@ def test_the_same_ladder_serves_the_step_contract():
     record = climb('{"note": null, "thought": "t", "tool_call": {"tool_name": "click", "x": 5}}', STEP_CONTRACT)
     assert record.rung == "fallback" and any("element" in e for e in record.errors)
     Step.model_validate(record.data)
-    assert Step.model_validate(step_fallback("x")).tool_call.tool_name == "answer"
+    assert Step.model_validate(step_fallback("x")).tool_call.tool_name == "abort"
 
 
 @settings(max_examples=300, deadline=None)

@@ -11,6 +11,7 @@ from helpers.contract import ANSWER_JSON_SCHEMA, parse_json_object, validate_ans
 from helpers.steps import (
     HAND_WRITTEN_STEP_SCHEMA,
     STEP_SCHEMA,
+    TOOL_MODELS,
     TOOLS,
     Answer,
     Step,
@@ -65,7 +66,7 @@ def test_step_schema_is_closed_and_bounded(schema):
         for node in schema_nodes(schema)
         if node.get("type") in ("string", ["string", "null"]) and "enum" not in node and "const" not in node
     ]
-    assert len(free_text) == 5  # note, thought, click.element, write.content, answer.content
+    assert len(free_text) == 8  # note, thought, and the element, content, question, plan or reason of a tool
     assert all(node["maxLength"] > 0 for node in free_text)
 
 
@@ -115,13 +116,25 @@ def test_tool_list_mentions_every_tool_field_and_description():
     text = render_tool_list()
     for tool in TOOLS:
         schema = tool.model_json_schema()
-        assert schema["description"] in text
+        assert " ".join(schema["description"].split()) in text
         for name, prop in schema["properties"].items():
             if name == "tool_name":
                 assert f"- {prop['const']}(" in text
             else:
                 assert f"{name} (" in text
                 assert prop["description"] in text
+
+
+def test_tool_list_says_which_click_cannot_be_undone_and_that_a_plan_grants_nothing():
+    text = render_tool_list()
+    assert "'Place order' places a real order that cannot be undone" in text
+    assert "grants no permission" in text
+
+
+def test_every_tool_declares_what_it_means_to_the_harness():
+    assert {name: model.intent for name, model in TOOL_MODELS.items()} == {
+        "click": "tool_request", "write": "tool_request", "scroll": "tool_request", "go_back": "tool_request",
+        "answer": "final_answer", "ask_user": "clarification", "update_plan": "plan_update", "abort": "abort"}
 
 
 def test_tool_list_shows_signatures_and_bounds():

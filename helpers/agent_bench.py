@@ -1,0 +1,154 @@
+"""Benchmark the agent configurations side by side: `python -m helpers.agent_bench --seeds 3`.
+
+Runs every task x seed in each configuration (`bare`, `per_screen`, `grounded`, `governed`; see
+`helpers.agent`) on whatever `helpers.backends.connect()` selects, or on a policy that needs no model:
+
+    --policy model          the model (default)
+    --policy scripted       the scripted reference policy (no model): the upper bound, and a check of the app
+    --policy replay:PATH    raw assistant replies from a JSONL file, one per turn: fixed (adversarial) sequences
+                            that go through everything a model reply goes through in that configuration
+
+It prints one line per episode as it goes, then a table per configuration, writes `--json` and draws `--chart`.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import platform
+import sys
+import time
+from importlib.metadata import PackageNotFoundError, version
+from pathlib import Path
+
+from helpers.agent import CONFIGS, MAX_STEPS, Episode, ReplayPolicy, governed_repair, run_episode, summarize
+from helpers.harness import Tracer
+from helpers.loop import ModelPolicy, ScriptedProposer
+from helpers.scripted_policy import ScriptedPolicy
+from helpers.tasks import Task, load_tasks
+
+STEP_TOKENS = 200  # a grounded step is well under 100 tokens; the cap stops a reply that loops
+PACKAGES = ("openai", "pydantic", "llguidance", "llama_cpp_python", "jsonschema")
+
+
+def package_versions() -> dict[str, str | None]:
+    found = {}
+    for name in PACKAGES:
+        try:
+            found[name] = version(name)
+        except PackageNotFoundError:
+            found[name] = None
+    return found
+
+
+def make_policy(kind: str, task: Task, seed: int, conn):
+    if kind == "model":
+        return ModelPolicy(conn, temperature=0.0, seed=seed, max_tokens=STEP_TOKENS)
+    if kind == "scripted":
+        return ScriptedProposer(ScriptedPolicy(task))
+    if kind.startswith("replay:"):
+        return ReplayPolicy.load(kind.split(":", 1)[1])
+    raise ValueError(f"--policy must be model, scripted or replay:PATH, not {kind!r}")
+
+
+def episode_line(episode: Episode) -> str:
+    effects = [f"{'RAN' if e['executed'] else 'blocked'} {e['action']} {e['detail']}"
+               for e in episode.side_effects if not e["wanted"]]
+    cut = f"; unwanted: {'; '.join(effects)}" if effects else ""
+    return (f"{episode.config:<10} {episode.task:<18} seed {episode.seed}  {'ok  ' if episode.success else 'FAIL'} "
+            f"{episode.steps:>2} steps  {episode.outcome}{cut}")
+
+
+def table(summary: dict[str, dict]) -> str:
+    rows = [("success rate", lambda s: f"{s['success_rate']:.0%}"), ("mean steps", lambda s: f"{s['mean_steps']:.1f}"),
+            ("side effects not asked for, executed", lambda s: str(s["unasked_executed"])),
+            ("  of which the instruction did not want", lambda s: str(s["unwanted_executed"])),
+            ("unwanted side effects blocked", lambda s: str(s["unwanted_blocked"])),
+            ("harness rejections", lambda s: ", ".join(f"{k} {v}" for k, v in sorted(s["rejections"].items())) or "-"),
+            ("repairs / fallbacks", lambda s: f"{s['repairs']} / {s['fallbacks']}"),
+            ("tokens", lambda s: "n/a" if s["tokens"] is None else str(s["tokens"])),
+            ("wall time (s)", lambda s: f"{s['seconds']:.0f}")]
+    configs = list(summary)
+    lines = ["| measure | " + " | ".join(configs) + " |", "|---|" + "---|" * len(configs)]
+    lines += [f"| {name} | " + " | ".join(cell(summary[c]) for c in configs) + " |" for name, cell in rows]
+    return "\n".join(lines)
+
+
+def chart(summary: dict[str, dict], path: Path, title: str) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    configs = list(summary)
+    fig, (left, right) = plt.subplots(1, 2, figsize=(10, 3.8))
+    left.bar(configs, [100 * summary[c]["success_rate"] for c in configs], color="#2e6fd8")
+    left.set(title="Tasks completed", ylabel="% of task x seed episodes", ylim=(0, 100))
+    positions = range(len(configs))
+    right.bar([p - 0.2 for p in positions], [summary[c]["unwanted_executed"] for c in configs], width=0.4,
+              color="#c0392b", label="executed")
+    right.bar([p + 0.2 for p in positions], [summary[c]["unwanted_blocked"] for c in configs], width=0.4,
+              color="#7f8c8d", label="blocked by the harness")
+    right.set_xticks(list(positions), configs)
+    right.set(title="Side effects the instruction did not ask for", ylabel="count")
+    right.legend()
+    fig.suptitle(title)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(prog="python -m helpers.agent_bench", description=__doc__.splitlines()[0])
+    parser.add_argument("--seeds", type=int, default=3, help="seeds 0 to N-1 (default 3)")
+    parser.add_argument("--tasks", nargs="*", default=None, help="task ids (default: all)")
+    parser.add_argument("--configs", nargs="*", default=list(CONFIGS), choices=CONFIGS)
+    parser.add_argument("--policy", default="model", help="model, scripted or replay:PATH")
+    parser.add_argument("--max-steps", type=int, default=MAX_STEPS)
+    parser.add_argument("--json", type=Path, default=None, help="write episodes and summary here")
+    parser.add_argument("--chart", type=Path, default=None, help="draw the chart here (PNG)")
+    parser.add_argument("--trace", type=Path, default=None, help="a folder for one JSONL trace per governed episode")
+    args = parser.parse_args(argv)
+    tasks = load_tasks()
+    if args.tasks:
+        unknown = set(args.tasks) - {t.id for t in tasks}
+        if unknown:
+            parser.error(f"unknown task ids {sorted(unknown)}; known: {', '.join(t.id for t in tasks)}")
+        tasks = [t for t in tasks if t.id in args.tasks]
+    conn = None
+    if args.policy == "model":
+        from helpers.backends import connect
+
+        conn = connect()
+    backend = conn.profile.name if conn else None
+    print(f"policy {args.policy}, backend {backend}, model {conn.model if conn else None}, "
+          f"{len(tasks)} tasks x {args.seeds} seeds x {len(args.configs)} configs", flush=True)
+    started, episodes = time.perf_counter(), []
+    for config in args.configs:
+        for task in tasks:
+            for seed in range(args.seeds):
+                policy = make_policy(args.policy, task, seed, conn)
+                tracer = Tracer(args.trace / f"{config}-{task.id}-{seed}.jsonl") if args.trace else None
+                episode = run_episode(policy, task, seed, config, max_steps=args.max_steps, tracer=tracer,
+                                      repair=governed_repair(conn) if conn else None)
+                episodes.append(episode)
+                print(episode_line(episode), flush=True)
+    summary = summarize(episodes)
+    command = "python -m helpers.agent_bench " + " ".join(argv if argv is not None else sys.argv[1:])
+    print(f"\n{command}  ({time.perf_counter() - started:.0f} s)")
+    print(table(summary))
+    meta = {"command": command, "policy": args.policy, "backend": backend, "model": conn.model if conn else None,
+            "dialect": conn.profile.dialect if conn else None, "seeds": list(range(args.seeds)),
+            "tasks": [t.id for t in tasks], "configs": args.configs, "max_steps": args.max_steps,
+            "python": platform.python_version(), "packages": package_versions()}
+    if args.json:
+        args.json.parent.mkdir(parents=True, exist_ok=True)
+        args.json.write_text(json.dumps({"episodes": [e.record() for e in episodes], "summary": summary,
+                                         "meta": meta}, indent=1))
+    if args.chart:
+        args.chart.parent.mkdir(parents=True, exist_ok=True)
+        chart(summary, args.chart, f"{args.policy} policy, {meta['model'] or 'no model'}, "
+                                   f"{len(tasks)} tasks x {args.seeds} seeds")
+
+
+if __name__ == "__main__":
+    main()
