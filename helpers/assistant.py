@@ -16,11 +16,11 @@ from typing import Any, Callable
 from helpers.contract import format_error, validate_answer
 from helpers.harness import Context, Decision, Tracer, decide
 from helpers.ladder import ANSWER_CONTRACT, LadderRecord, Reply, climb
+from helpers.paths import DATA
 
 # A valid answer is under 100 tokens; the cap stops a reply that loops (a 135M model often does).
 ASK_TOKENS = 160
-DATA_DIR = Path(__file__).resolve().parent.parent / "data"
-KNOWLEDGE_BASE = json.loads((DATA_DIR / "knowledge_base.json").read_text(encoding="utf-8"))
+KNOWLEDGE_BASE = json.loads((DATA / "knowledge_base.json").read_text(encoding="utf-8"))
 ENTRIES = {entry["id"]: entry for entry in KNOWLEDGE_BASE["entries"]}
 
 SYSTEM = f"""You answer questions about {KNOWLEDGE_BASE['campus']} using only the facts given.
@@ -117,7 +117,7 @@ def total_usage(usages: list[dict | None]) -> dict | None:
     return {k: sum(u.get(k) or 0 for u in usages) for k in keys}
 
 
-def load_evals(path: Path | str = DATA_DIR / "evals.jsonl") -> list[dict[str, Any]]:
+def load_evals(path: Path | str = DATA / "evals.jsonl") -> list[dict[str, Any]]:
     """The eval questions: id, question, facts shown, expected status, category, missing and sources."""
     return [json.loads(line) for line in Path(path).read_text(encoding="utf-8").splitlines() if line.strip()]
 

@@ -25,11 +25,11 @@ from helpers.contract import ANSWER_JSON_SCHEMA, parse_json_object, validate_ans
 from helpers.dialects import guided_json
 from helpers.ladder import ANSWER_CONTRACT, STEP_CONTRACT, climb, model_repair
 from helpers.loop import execute, system_prompt
+from helpers.paths import DATA
 from helpers.scripted_policy import ScriptedPolicy
 from helpers.steps import STEP_SCHEMA, Step, model_errors
 from helpers.tasks import instruction, load_tasks, start_app
 
-DATA = Path(__file__).resolve().parent.parent / "data"
 MODES: dict[str, str] = {
     "prompt_only": "schema in the prompt, no constraint",
     "prompt_only+ladder": "prompt-only, then the repair ladder",

@@ -20,8 +20,7 @@ from helpers.contract import (
     wrong_type,
     wrong_value,
 )
-
-DATA_DIR = Path(__file__).resolve().parent.parent / "data"
+from helpers.paths import DATA
 
 ELEMENT_MAX_LENGTH = 80
 WRITE_MAX_LENGTH = 400
@@ -342,6 +341,6 @@ def dispatch(step: Step, handlers: Mapping[str, Callable[..., str]]) -> str:
     return handlers[call.tool_name](**call.model_dump(exclude={"tool_name"}))
 
 
-def load_example_steps(path: Path = DATA_DIR / "example_steps.jsonl") -> list[dict[str, Any]]:
+def load_example_steps(path: Path = DATA / "example_steps.jsonl") -> list[dict[str, Any]]:
     """The example steps, each {"id", "step", "valid", "why"}: valid and broken, for the notebook and the tests."""
     return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]

@@ -8,9 +8,10 @@ from pathlib import Path
 
 from helpers.effects import Effect
 from helpers.instruction import typing_asked_for
+from helpers.paths import DATA
 from helpers.screen import CampusStore
 
-TASKS_FILE = Path(__file__).resolve().parent.parent / "data" / "tasks.json"
+TASKS_FILE = DATA / "tasks.json"
 
 
 @dataclass(frozen=True)
