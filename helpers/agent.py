@@ -40,7 +40,7 @@ from helpers.ladder import Contract, LadderRecord, Reply, climb, model_repair, s
 from helpers.loop import (EVICTED, Policy, Proposal, apply_step, execute, observation_message, per_screen_schema,
                           system_prompt, tool_output_message, trim_to_last_n_images)
 from helpers.screen import CampusStore
-from helpers.steps import STEP_SCHEMA, Step, model_errors
+from helpers.steps import STEP_SCHEMA, STEP_TOKENS, Step, model_errors
 from helpers.tasks import Task, instruction, start_app, succeeded, wanted
 from helpers.users import SimulatedUser
 
@@ -215,7 +215,7 @@ def run_episode(policy: Policy, task: Task, seed: int = 0, config: str = "govern
         if governed:
             ladder = climb(proposal.raw, turn_contract(schema), repair(schema) if repair else None)
             turn_usages = [proposal.usage, *ladder.usage]
-            ctx.steps_used, ctx.tokens_used = number + 1, ctx.tokens_used + (_tokens(turn_usages) or 0)
+            ctx.steps_used, ctx.tokens_used = number, ctx.tokens_used + (_tokens(turn_usages) or 0)
             step, decision, output = _governed_turn(ladder, app, ctx, user, messages)
             rung, verdict = ladder.rung, {"allowed": decision.allowed, "cause": decision.cause,
                                           "message": decision.message}
@@ -313,7 +313,7 @@ def _governed_turn(ladder: LadderRecord, app: CampusStore, ctx: Context, user: U
     return step.model_dump(), decision, output
 
 
-def governed_repair(conn, max_tokens: int = 300) -> Callable[[dict], Callable[[list[dict]], Reply]]:
+def governed_repair(conn, max_tokens: int = STEP_TOKENS) -> Callable[[dict], Callable[[list[dict]], Reply]]:
     """The ladder's one repair call, guided by the turn's schema in the backend's dialect."""
     return lambda schema: model_repair(conn, max_tokens, schema)
 

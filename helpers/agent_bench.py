@@ -24,9 +24,9 @@ from helpers.agent import CONFIGS, MAX_STEPS, Episode, ReplayPolicy, governed_re
 from helpers.harness import Tracer
 from helpers.loop import ModelPolicy, ScriptedProposer
 from helpers.scripted_policy import ScriptedPolicy
+from helpers.steps import STEP_TOKENS
 from helpers.tasks import Task, load_tasks
 
-STEP_TOKENS = 200  # a grounded step is well under 100 tokens; the cap stops a reply that loops
 PACKAGES = ("openai", "pydantic", "llguidance", "llama_cpp_python", "jsonschema")
 
 

@@ -28,14 +28,14 @@ Reply with one JSON object with exactly these keys:
 status: answered, not_found or needs_clarification
 answer: one sentence
 category: campus_event, campus_hours, campus_resource, comparison or refusal
-items: list of objects (short facts)
+items: up to 2 short facts, each an object with name and value
 missing: list of what the facts do not say
 sources: list of fact ids"""
 
 # One worked example turn: a small model imitates far better than it follows instructions (notebook 01).
 EXAMPLE_QUESTION = {"question": "When does the gym open on Monday?", "facts": ["hours-gym"]}
 EXAMPLE_ANSWER = {"status": "answered", "answer": "The gym opens at 06:30 on Monday.", "category": "campus_hours",
-                  "items": [{"name": "Pike Sports Centre gym", "Monday-Friday": "06:30-21:00"}],
+                  "items": [{"name": "Pike Sports Centre gym", "value": "Mon-Fri 06:30-21:00"}],
                   "missing": [], "sources": ["hours-gym"]}
 
 

@@ -20,14 +20,14 @@ from typing import Any, Callable
 import numpy as np
 import openai
 
-from helpers.assistant import ENTRIES
-from helpers.contract import ANSWER_JSON_SCHEMA, parse_json_object, validate_answer
+from helpers.assistant import ENTRIES, fact_line
+from helpers.contract import ANSWER_JSON_SCHEMA, ANSWER_TOKENS, parse_json_object, validate_answer
 from helpers.dialects import guided_json
 from helpers.ladder import ANSWER_CONTRACT, STEP_CONTRACT, climb, model_repair
 from helpers.loop import execute, system_prompt
 from helpers.paths import DATA
 from helpers.scripted_policy import ScriptedPolicy
-from helpers.steps import STEP_SCHEMA, Step, model_errors
+from helpers.steps import STEP_SCHEMA, STEP_TOKENS, Step, model_errors
 from helpers.tasks import instruction, load_tasks, start_app
 
 MODES: dict[str, str] = {
@@ -97,6 +97,10 @@ class ModeResult:
                 "ttft_p50_s": float(np.percentile(ttft, 50)) if ttft else None}
 
 
+# The longest valid answer (ANSWER_TOKENS) and step (STEP_TOKENS) both fit: a guided reply can always close.
+GRID_TOKENS = max(ANSWER_TOKENS, STEP_TOKENS)
+
+
 # --- the task set ---------------------------------------------------------------------------------------------
 
 ANSWER_INSTRUCTIONS = ("You answer questions about Northfield Institute using only the facts given. "
@@ -108,8 +112,7 @@ def answer_cases(limit: int | None = None) -> list[Case]:
     cases = []
     for q in questions[:limit]:
         facts = [ENTRIES[s] for s in q["sources"] if s in ENTRIES] or list(ENTRIES.values())[:2]
-        fact_text = "\n".join(f"[{e['id']}] " + "; ".join(f"{k}: {v}" for k, v in e.items() if k != "id")
-                              for e in facts)
+        fact_text = "\n".join(fact_line(e) for e in facts)
         user = {"role": "user", "content": f"Facts:\n{fact_text}\n\nQuestion: {q['question']}"}
         with_schema = f"{ANSWER_INSTRUCTIONS}\nReply with one JSON object matching this schema:\n" \
                       f"{json.dumps(ANSWER_JSON_SCHEMA, separators=(',', ':'))}"
@@ -232,7 +235,7 @@ def skip_reason(profile, mode: str) -> str | None:
 
 
 def run_grid(conn, n: int, modes: list[str] | None = None, cases: list[Case] | None = None,
-             max_tokens: int = 300, progress: Callable | None = None) -> list[ModeResult]:
+             max_tokens: int = GRID_TOKENS, progress: Callable | None = None) -> list[ModeResult]:
     """N trials per mode, cycling through the cases; cases stay grouped so the server's prompt cache helps.
 
     A request that fails (the server refuses it, or cannot be reached) ends its mode as failed, with the
@@ -337,7 +340,9 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--n", type=int, default=50, help="trials per mode")
     parser.add_argument("--out", default="results", help="folder for results.json and charts.png")
-    parser.add_argument("--max-tokens", type=int, default=300)
+    parser.add_argument("--max-tokens", type=int, default=GRID_TOKENS,
+                        help=f"per reply (default {GRID_TOKENS}: the longest valid answer or step fits)")
+    parser.add_argument("--modes", nargs="*", choices=list(MODES), default=None, help="default: every mode")
     args = parser.parse_args(argv)
     try:
         conn = connect()
@@ -348,11 +353,12 @@ def main(argv: list[str] | None = None) -> None:
         from tqdm import tqdm as progress
     except ImportError:
         progress = None
-    results = run_grid(conn, args.n, max_tokens=args.max_tokens, progress=progress)
+    results = run_grid(conn, args.n, args.modes, max_tokens=args.max_tokens, progress=progress)
     out = Path(args.out)
     save_results(results, conn, args.n, out / "results.json")
     plot_results(results, f" ({conn.model})").savefig(out / "charts.png", dpi=110)
-    print(f"python -m helpers.compare --n {args.n}  (backend {conn.profile.name}, model {conn.model})")
+    modes = f" --modes {' '.join(args.modes)}" if args.modes else ""
+    print(f"python -m helpers.compare --n {args.n}{modes}  (backend {conn.profile.name}, model {conn.model})")
     print(table(results))
     print(f"results: {out / 'results.json'}, charts: {out / 'charts.png'}")
 

@@ -15,32 +15,41 @@ KEYS: tuple[str, ...] = ("status", "answer", "category", "items", "missing", "so
 ENUMS: dict[str, tuple[str, ...]] = {"status": STATUSES, "category": CATEGORIES}
 LIST_KEYS: tuple[str, ...] = ("items", "missing", "sources")
 
-# Bounds make guided decoding terminate: without them a tiny model can keep
-# writing one string, one list or one object until max_tokens.
-ANSWER_MAX_LENGTH = 400
-SHORT_TEXT_MAX_LENGTH = 120
-MAX_LIST_ENTRIES = 10
+ITEM_KEYS: tuple[str, ...] = ("name", "value")
 
-FALLBACK_ANSWER = (
-    "Sorry, I could not produce a reliable answer to this question, "
-    "so I am not giving one. Please try again or rephrase it."
-)
+# Bounds make guided decoding terminate: without them a tiny model can keep writing one string, one list
+# or one object until max_tokens. Every text is plain: printable ASCII without " or \, so one character is
+# one byte and never more than one token, and the longest valid object fits in ANSWER_TOKENS (helpers.bounds).
+ANSWER_MAX_LENGTH = 100
+ITEM_TEXT_MAX_LENGTH = 24
+SHORT_TEXT_MAX_LENGTH = 30
+MAX_LIST_ENTRIES = 2
+ANSWER_TOKENS = 512
+PLAIN_TEXT = r"^[ !#-\[\]-~]*$"
+_PLAIN = re.compile(PLAIN_TEXT)
 
-_SHORT_TEXT_SCHEMA = {"type": "string", "maxLength": SHORT_TEXT_MAX_LENGTH}
+# The NIM workshop's own fallback, word for word; `missing` names the cause.
+FALLBACK_ANSWER = "I couldn't produce a valid structured response. Please ask again."
+
+
+def _text_schema(limit: int) -> dict[str, Any]:
+    return {"type": "string", "maxLength": limit, "pattern": PLAIN_TEXT}
+
 
 ANSWER_JSON_SCHEMA: dict[str, Any] = {
     "type": "object",
     "properties": {
         "status": {"type": "string", "enum": list(STATUSES)},
-        "answer": {"type": "string", "maxLength": ANSWER_MAX_LENGTH},
+        "answer": _text_schema(ANSWER_MAX_LENGTH),
         "category": {"type": "string", "enum": list(CATEGORIES)},
         "items": {
             "type": "array",
             "maxItems": MAX_LIST_ENTRIES,
-            "items": {"type": "object", "additionalProperties": _SHORT_TEXT_SCHEMA},
+            "items": {"type": "object", "properties": {key: _text_schema(ITEM_TEXT_MAX_LENGTH) for key in ITEM_KEYS},
+                      "required": list(ITEM_KEYS), "additionalProperties": False},
         },
-        "missing": {"type": "array", "maxItems": MAX_LIST_ENTRIES, "items": _SHORT_TEXT_SCHEMA},
-        "sources": {"type": "array", "maxItems": MAX_LIST_ENTRIES, "items": _SHORT_TEXT_SCHEMA},
+        "missing": {"type": "array", "maxItems": MAX_LIST_ENTRIES, "items": _text_schema(SHORT_TEXT_MAX_LENGTH)},
+        "sources": {"type": "array", "maxItems": MAX_LIST_ENTRIES, "items": _text_schema(SHORT_TEXT_MAX_LENGTH)},
     },
     "required": list(KEYS),
     "additionalProperties": False,
@@ -147,18 +156,28 @@ def parse_json_object(text: str) -> dict:
     return _first_object(text)
 
 
+def not_plain(path: str, value: str) -> str:
+    """A text with a character outside plain printable ASCII, or a double quote or backslash."""
+    odd = next(char for char in value if not _PLAIN.match(char))
+    return f"{path}: expected plain text (printable ASCII without \" or \\), got {odd!r}"
+
+
 def _text_problems(path: str, value: Any, limit: int) -> list[str]:
     if not isinstance(value, str):
         return [wrong_type(path, "a string", value)]
+    problems = [] if _PLAIN.match(value) else [not_plain(path, value)]
     if len(value) > limit:
-        return [too_long(path, limit, len(value), "characters")]
-    return []
+        problems.append(too_long(path, limit, len(value), "characters"))
+    return problems
 
 
 def _item_problems(path: str, value: Any) -> list[str]:
     if not isinstance(value, dict):
         return [wrong_type(path, "an object", value)]
-    return [p for key, field in value.items() for p in _text_problems(f"{path}.{key}", field, SHORT_TEXT_MAX_LENGTH)]
+    problems = [f"missing key: {path}.{key}" for key in ITEM_KEYS if key not in value]
+    problems += [f"unexpected key: {path}.{key}" for key in value if key not in ITEM_KEYS]
+    return problems + [p for key in ITEM_KEYS if key in value
+                       for p in _text_problems(f"{path}.{key}", value[key], ITEM_TEXT_MAX_LENGTH)]
 
 
 def _list_problems(key: str, value: Any) -> list[str]:
@@ -190,12 +209,21 @@ def validate_answer(data: Any) -> list[str]:
 
 
 def format_error(missing: str = "valid_json", answer: str | None = None) -> dict:
-    """The deterministic fallback: an honest non-answer that is itself valid under the contract."""
+    """The deterministic fallback, as the NIM workshop writes it: an honest non-answer that is itself valid
+    under the contract, its cause in `missing`. Its status asks the user to try again; `is_fallback` tells it
+    apart from a model's own question."""
     return {
-        "status": "not_found",
+        "status": "needs_clarification",
         "answer": FALLBACK_ANSWER if answer is None else answer,
         "category": "refusal",
         "items": [],
         "missing": [missing],
         "sources": [],
     }
+
+
+def is_fallback(data: Any) -> bool:
+    """Whether `data` is the deterministic fallback (what `format_error` builds), not a model's answer."""
+    return (isinstance(data, dict) and data.get("category") == "refusal" and data.get("items") == []
+            and data.get("sources") == [] and isinstance(data.get("missing"), list) and len(data["missing"]) == 1
+            and data.get("status") == "needs_clarification")

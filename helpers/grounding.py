@@ -14,6 +14,7 @@ None of the rules names a task or an answer; the tighter the schema, the less th
 | `notes`     | screens seen           | note null, or up to four facts seen ("Price: $12.50"), joined by "; " |
 | `focus`     | the screen             | type, when a text box has the focus and is empty; scroll only where there is more to see |
 | `no_repeat` | the last action        | do something other than exactly what it just did               |
+| `no_backtrack` | the pages seen | not return to the page it has just left, while there is anywhere else to go |
 | `fields`    | the screen, the instruction | type into a box only what fits it (a number into a number box, a credential into its own box), and click a box only when something fits it |
 | `relevance` | the screen, the instruction | answer with facts whose label the instruction mentions ("the price" -> "Price: $12.50") |
 | `named_effects` | the app, the instruction | press a button that cannot be undone only when the instruction names its action ("Order 2 ..." -> "Place order") |
@@ -22,19 +23,19 @@ None of the rules names a task or an answer; the tighter the schema, the less th
 """
 from __future__ import annotations
 
+import copy
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from helpers.instruction import QUOTED, credentials, names, phrases
+from helpers.instruction import answer_phrases, credentials, names, phrases, quoted
 from helpers.screen import CampusStore, Element
 from helpers.steps import STEP_SCHEMA, TOOL_MODELS
 
-NARROWINGS = ("clicks", "typing", "answers", "notes", "focus", "no_repeat", "fields", "relevance", "named_effects",
-              "answer_when_shown", "stuck_intents")
+NARROWINGS = ("clicks", "typing", "answers", "notes", "focus", "no_repeat", "no_backtrack", "fields", "relevance",
+              "named_effects", "answer_when_shown", "stuck_intents")
 VALUE_MAX_LENGTH = 30  # a price, a count, a SKU, a receipt URL, a product name; not a sentence
-THOUGHT_MAX_LENGTH = 120
 CLICKABLE = ("textbox", "button", "link")
 
 
@@ -46,6 +47,7 @@ class Grounding:
     seen: list[str] = field(default_factory=list)
     facts: list[str] = field(default_factory=list)
     headings: list[str] = field(default_factory=list)
+    pages: list[str] = field(default_factory=list)
     last_call: dict | None = None
     stuck: bool = False  # the last step was refused: rejected by the harness, or not a valid step
 
@@ -55,6 +57,7 @@ class Grounding:
         self.facts = list(dict.fromkeys([*self.facts, *screen_facts(app)]))
         self.headings = list(dict.fromkeys([*self.headings, *(el.name for el in app.elements()
                                                                 if el.role == "heading")]))
+        self.pages.append(app.url)
 
 
 def screen_values(app: CampusStore) -> list[str]:
@@ -109,7 +112,7 @@ def fitting(instruction: str, box: Element) -> list[str]:
     meant = [value for value, field in given.items() if field.lower() == box.name.lower()]
     if meant or box.input_type == "password":
         return meant
-    others = [p for p in phrases(instruction) if p not in given]
+    others = [p for p in phrases(instruction) if p not in given and p not in answer_phrases(instruction)]
     return [p for p in others if p.isdigit() == (box.input_type == "number")]
 
 
@@ -195,17 +198,21 @@ def named_effects(app: CampusStore, instruction: str, variants: list[dict[str, A
     return [v for v in variants if named(v)]
 
 
-def shown(app: CampusStore, grounding: Grounding) -> bool:
-    """Whether this screen shows everything the instruction asks about: a phrase it quotes ('signed in'), or,
-    once every name it gives has headed a page seen, a fact here for every fact label it mentions."""
+def shown(app: CampusStore, grounding: Grounding) -> list[str]:
+    """What this screen shows of what the instruction asks about ([] when not everything): a phrase it quotes
+    ('signed in'), or, once every name it gives has headed a page seen, a fact here for every fact label it
+    mentions (their values)."""
     instruction = grounding.instruction
     texts = [el.name.lower() for el in app.elements() if el.role in ("text", "heading")]
-    if any(q.lower() in t for q in (a or b for a, b in QUOTED.findall(instruction)) for t in texts):
-        return True
+    said = [q for q in quoted(instruction) if any(q.lower() in t for t in texts)]
+    if said:
+        return said
     asked = {_label(f) for f in grounding.facts if _words(_label(f)) & _words(instruction)}
-    here = {_label(f) for f in screen_facts(app)}
+    here = screen_facts(app)
     all_named_seen = set(names(instruction)) <= set(grounding.headings)
-    return bool(asked) and asked <= here and all_named_seen
+    if asked and asked <= {_label(f) for f in here} and all_named_seen:
+        return relevant(here, instruction)
+    return []
 
 
 def _label(fact: str) -> str:
@@ -213,9 +220,12 @@ def _label(fact: str) -> str:
 
 
 def answer_when_shown(app: CampusStore, grounding: Grounding, variants: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    if not shown(app, grounding) or not any(_tool(v) == "answer" for v in variants):
+    """Once the screen shows what the instruction asks about, answer with it (or ask, or stop)."""
+    values = shown(app, grounding)
+    if not values:
         return variants
-    return [v for v in variants if _tool(v) in ("answer", "ask_user", "abort")]
+    kept = [v for v in variants if _tool(v) in ("ask_user", "abort")]
+    return answers(values, "") + kept
 
 
 def no_repeat(last_call: dict | None, variants: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -227,6 +237,29 @@ def no_repeat(last_call: dict | None, variants: list[dict[str, Any]]) -> list[di
     if last_call.get("tool_name") in ("scroll", "go_back"):
         return [v for v in variants if _tool(v) != last_call["tool_name"]]
     return variants
+
+
+def destination(app: CampusStore, variant: dict[str, Any]) -> str | None:
+    """Where a click or go_back would lead, read off a copy of the app the way a browser shows a link's address;
+    None when the page would not change."""
+    tool = _tool(variant)
+    if tool not in ("click", "go_back"):
+        return None
+    trial = copy.deepcopy(app)
+    if tool == "go_back":
+        trial.go_back()
+    else:
+        trial.click(variant["properties"]["x"]["const"], variant["properties"]["y"]["const"])
+    return trial.url if trial.url != app.url else None
+
+
+def no_backtrack(app: CampusStore, pages: list[str], variants: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Not straight back to the page just left, while another way on remains (no ping-pong between two pages)."""
+    if len(pages) < 2:
+        return variants
+    kept = [v for v in variants if destination(app, v) != pages[-2]]
+    moves_left = any(destination(app, v) for v in kept)
+    return kept if moves_left else variants
 
 
 def _tool(variant: dict[str, Any]) -> str:
@@ -260,10 +293,11 @@ def grounded_step_schema(app: CampusStore, grounding: Grounding,
         variants = [v for v in variants if _tool(v) not in ("ask_user", "update_plan", "abort")] or variants
     if "no_repeat" in chosen:
         variants = no_repeat(grounding.last_call, variants)
+    if "no_backtrack" in chosen and "clicks" in chosen:
+        variants = no_backtrack(app, grounding.pages, variants)
     note = notes(grounding.facts) if "notes" in chosen else STEP_SCHEMA["properties"]["note"]
     return {"type": "object", "additionalProperties": False, "required": ["note", "thought", "tool_call"],
-            "properties": {"note": note,
-                           "thought": {"type": "string", "maxLength": THOUGHT_MAX_LENGTH},
+            "properties": {"note": note, "thought": STEP_SCHEMA["properties"]["thought"],
                            "tool_call": {"anyOf": variants}}}
 
 
@@ -285,30 +319,3 @@ def _allowed(spec: dict[str, Any]) -> str:
         return f"one of {len(spec['enum'])}: {shown}{', ...' if len(spec['enum']) > 3 else ''}"
     return f"any {spec.get('type', 'value')}"
 
-
-def _expand(variant: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
-    """One (sentence, tool_call schema) per concrete action a variant allows; free-text tools stay free."""
-    props, tool = variant["properties"], _tool(variant)
-    if tool == "click":
-        return [(f"Click {props['element']['const']}.", variant)]
-    if tool == "write":
-        return [(f"Type {text}{' and press Enter' if enter else ''}.",
-                 _closed("write", {"content": {"const": text}, "press_enter": {"const": enter}}))
-                for text in props["content"]["enum"] for enter in (True, False)]
-    if tool == "answer":
-        return [(f"Answer {value}.", _closed("answer", {"content": {"const": value}}))
-                for value in props["content"]["enum"]]
-    if tool == "scroll":
-        return [(f"Scroll {d}.", _closed("scroll", {"direction": {"const": d}})) for d in ("down", "up")]
-    sentences = {"go_back": "Go back.", "ask_user": "Ask the user a question.", "update_plan": "Write down a plan.",
-                 "abort": "Stop: the task cannot be done."}
-    return [(sentences[tool], variant)]
-
-
-def decide_first(schema: dict[str, Any]) -> dict[str, Any]:
-    """The thought names the action, chosen from the actions this turn allows, before the tool_call spells it out."""
-    options = [pair for variant in schema["properties"]["tool_call"]["anyOf"] for pair in _expand(variant)]
-    note = schema["properties"]["note"]
-    return {"anyOf": [{"type": "object", "additionalProperties": False, "required": ["note", "thought", "tool_call"],
-                       "properties": {"note": note, "thought": {"const": sentence}, "tool_call": call}}
-                      for sentence, call in options]}

@@ -21,6 +21,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Protocol
 
+from helpers.contract import is_fallback
 from helpers.effects import Effect, Ledger
 from helpers.instruction import typing_asked_for
 from helpers.steps import TOOL_MODELS, IntentKind, model_errors
@@ -34,7 +35,7 @@ SPECIAL_TOOLS: tuple[str, ...] = tuple(name for name, kind in INTENTS.items() if
 ROLES: dict[str, frozenset[str]] = {"shopper": frozenset(ACTIONS),
                                     "viewer": frozenset(ACTIONS) - {"write"}}  # a viewer looks, never types
 REFUSAL = re.compile(r"^\s*$|\b(i can(no|')t|i am unable|i'm unable|i won't|i will not|sorry)\b", re.IGNORECASE)
-MAX_TYPED_CHARACTERS = 100
+MAX_TYPED_CHARACTERS = 40  # tighter than the schema (60): policy is the harness's, not the format's
 DENY_LIST: list[tuple[str, str, re.Pattern]] = [
     ("write", "content", re.compile(r"(?i)drop\s+table|rm\s+-rf|<script")),
 ]
@@ -100,6 +101,8 @@ def read_intents(data: Any) -> list[Intent]:
         name = str(call.get("tool_name", ""))
         args = {k: v for k, v in call.items() if k != "tool_name"}
         intents.append(Intent(INTENTS.get(name, "tool_request"), name, args))
+    if is_fallback(data):  # the ladder's fallback is a controlled error, never a question for the user
+        return [*intents, Intent("final_answer", "fallback", {"content": data["answer"], "cause": data["missing"][0]})]
     for key in ("answer", "final_answer"):
         if isinstance(data.get(key), str):
             # The answer contract declares its intent in `status`: needs_clarification is a question back.
@@ -128,6 +131,8 @@ def decide(data: Any, ctx: Context) -> Decision:
     if _silent_refusal(intent, data):
         return Decision(False, "silent_refusal", "an empty or refusing answer is not a result: call abort(reason) "
                         "to stop, or ask_user(question) if something is unclear", intent, dropped)
+    if intent.tool == "fallback":
+        return Decision(True, None, f"fallback delivered: {intent.args['cause']}", intent, dropped)
     if intent.kind != "tool_request":
         note = f"; ambiguous reply, also dropped {', '.join(dropped)}" if dropped else ""
         granted = "; it grants no permission" if intent.kind == "plan_update" else ""

@@ -3,7 +3,7 @@
 The instruction is the one text in an episode that comes from the user. Everything on a screen is untrusted;
 so is everything the model writes. These functions read the instruction alone, with rules that name no task:
 
-- a quoted phrase: `answer 'signed in'`;
+- a quoted phrase: `answer 'signed in'` (one to answer with, not to type);
 - a name: a capitalised word inside a sentence (not an acronym such as SKU), with the word after it when that
   is a plain lowercase word (`the Red mug`, `the Pencil set`, but `Umbrella.` alone);
 - a number: `Order 2 ...`;
@@ -14,6 +14,7 @@ from __future__ import annotations
 import re
 
 QUOTED = re.compile(r"'([^']+)'|\"([^\"]+)\"")
+TO_ANSWER = re.compile(r"\banswer\s+(?:'([^']+)'|\"([^\"]+)\")", re.IGNORECASE)
 NUMBER = re.compile(r"(?<![\w.$])\d+(?![\w.])")
 CREDENTIAL = re.compile(r"\b(username|password)\s+([^\s,.;]+)", re.IGNORECASE)
 WORD = re.compile(r"[A-Za-z][\w-]*|[.!?]")
@@ -40,10 +41,18 @@ def names(instruction: str) -> list[str]:
     return found
 
 
+def quoted(instruction: str) -> list[str]:
+    return [a or b for a, b in QUOTED.findall(instruction)]
+
+
+def answer_phrases(instruction: str) -> list[str]:
+    """The phrases the instruction says to answer with (`answer 'signed in'`): words to say, not to type."""
+    return [a or b for a, b in TO_ANSWER.findall(instruction)]
+
+
 def phrases(instruction: str) -> list[str]:
     """Every phrase the instruction spells out, in order, without repeats."""
-    quoted = [a or b for a, b in QUOTED.findall(instruction)]
-    found = quoted + names(instruction) + NUMBER.findall(instruction) + list(credentials(instruction))
+    found = quoted(instruction) + names(instruction) + NUMBER.findall(instruction) + list(credentials(instruction))
     return list(dict.fromkeys(found))
 
 

@@ -11,7 +11,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from helpers.contract import ANSWER_JSON_SCHEMA, format_error, parse_json_object, validate_answer
+from helpers.contract import ANSWER_JSON_SCHEMA, ANSWER_TOKENS, format_error, parse_json_object, validate_answer
 from helpers.steps import STEP_SCHEMA, Step, model_errors
 
 EMPTY_REPLY = "empty_model_response"
@@ -123,7 +123,7 @@ def _fallback(record: LadderRecord, contract: Contract, cause: str, started: flo
     return record
 
 
-def model_repair(conn, max_tokens: int = 400, schema: dict | None = None) -> Callable[[list[dict]], Reply]:
+def model_repair(conn, max_tokens: int = ANSWER_TOKENS, schema: dict | None = None) -> Callable[[list[dict]], Reply]:
     """A repair function that asks `conn`'s model at temperature 0: prompt-only, or guided by `schema` in the
     backend's own dialect when one is given (a backend that speaks none sends it in the prompt alone)."""
     guided = conn.profile.guided(schema, name="repair") if schema is not None else {}

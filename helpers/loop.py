@@ -20,7 +20,7 @@ from pydantic import ValidationError
 
 from helpers.grounding import clicks
 from helpers.screen import CampusStore
-from helpers.steps import STEP_SCHEMA, Step, dispatch, render_tool_list
+from helpers.steps import STEP_SCHEMA, STEP_TOKENS, Step, dispatch, render_tool_list
 from helpers.tasks import Task, instruction, start_app, succeeded
 
 EVICTED = "[screenshot evicted]"
@@ -91,7 +91,7 @@ class ModelPolicy:
     """Ask a model through a `helpers.backends.Connection`, the schema enforced in the backend's own dialect."""
 
     def __init__(self, conn, schema_for: Callable[[CampusStore], dict] = lambda app: STEP_SCHEMA,
-                 temperature: float = 0.0, seed: int | None = 0, max_tokens: int = 300):
+                 temperature: float = 0.0, seed: int | None = 0, max_tokens: int = STEP_TOKENS):
         self.conn, self.schema_for = conn, schema_for
         self.temperature, self.seed, self.max_tokens = temperature, seed, max_tokens
         self.name = conn.model

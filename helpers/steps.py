@@ -12,24 +12,30 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from helpers.contract import (
     ANSWER_MAX_LENGTH,
     ENUMS,
+    ITEM_TEXT_MAX_LENGTH,
     MAX_LIST_ENTRIES,
+    PLAIN_TEXT,
     SHORT_TEXT_MAX_LENGTH,
     Category,
     Status,
+    not_plain,
     too_long,
     wrong_type,
     wrong_value,
 )
 from helpers.paths import DATA
 
-ELEMENT_MAX_LENGTH = 80
-WRITE_MAX_LENGTH = 400
-THOUGHT_MAX_LENGTH = 500
-NOTE_MAX_LENGTH = 300
-QUESTION_MAX_LENGTH = 200
-PLAN_MAX_LENGTH = 300
-REASON_MAX_LENGTH = 200
+# Every free text is plain (printable ASCII without " or \\) and bounded, so that the longest valid step fits
+# in STEP_TOKENS (helpers.bounds counts it): a guided step can always close.
+ELEMENT_MAX_LENGTH = 60
+WRITE_MAX_LENGTH = 60
+THOUGHT_MAX_LENGTH = 100
+NOTE_MAX_LENGTH = 80
+QUESTION_MAX_LENGTH = 100
+PLAN_MAX_LENGTH = 100
+REASON_MAX_LENGTH = 100
 COORDINATE_MAX = 1000
+STEP_TOKENS = 384
 
 # What each tool means to the harness: an action on the app, or one of the four intents that end or steer a run.
 IntentKind = Literal["tool_request", "final_answer", "clarification", "plan_update", "abort"]
@@ -38,7 +44,22 @@ IntentKind = Literal["tool_request", "final_answer", "clarification", "plan_upda
 # extra="forbid": additionalProperties false, which a guided tiny model needs to stop.
 _CLOSED = ConfigDict(extra="forbid", strict=True)
 
-ShortText = Annotated[str, Field(max_length=SHORT_TEXT_MAX_LENGTH)]
+def plain_text(limit: int, description: str | None = None) -> Any:
+    """A bounded plain-text field: at most `limit` characters of printable ASCII without " or \\."""
+    return Field(max_length=limit, pattern=PLAIN_TEXT, description=description)
+
+
+ShortText = Annotated[str, plain_text(SHORT_TEXT_MAX_LENGTH)]
+ItemText = Annotated[str, plain_text(ITEM_TEXT_MAX_LENGTH)]
+
+
+class Item(BaseModel):
+    """One short fact of an answer: what it is about, and what it says."""
+
+    model_config = _CLOSED
+
+    name: ItemText
+    value: ItemText
 
 
 class Answer(BaseModel):
@@ -47,9 +68,9 @@ class Answer(BaseModel):
     model_config = _CLOSED
 
     status: Status
-    answer: str = Field(max_length=ANSWER_MAX_LENGTH)
+    answer: str = plain_text(ANSWER_MAX_LENGTH)
     category: Category
-    items: list[dict[str, ShortText]] = Field(max_length=MAX_LIST_ENTRIES)
+    items: list[Item] = Field(max_length=MAX_LIST_ENTRIES)
     missing: list[ShortText] = Field(max_length=MAX_LIST_ENTRIES)
     sources: list[ShortText] = Field(max_length=MAX_LIST_ENTRIES)
 
@@ -62,7 +83,7 @@ class ClickArgs(BaseModel):
     intent: ClassVar[IntentKind] = "tool_request"
 
     tool_name: Literal["click"] = Field(description="The tool: click.")
-    element: str = Field(max_length=ELEMENT_MAX_LENGTH, description="The element clicked, as named on screen.")
+    element: str = plain_text(ELEMENT_MAX_LENGTH, "The element clicked, as named on screen.")
     x: int = Field(ge=0, le=COORDINATE_MAX, description="Horizontal position: 0 is the left edge, 1000 the right edge.")
     y: int = Field(ge=0, le=COORDINATE_MAX, description="Vertical position: 0 is the top edge, 1000 the bottom edge.")
 
@@ -75,7 +96,7 @@ class WriteArgs(BaseModel):
     intent: ClassVar[IntentKind] = "tool_request"
 
     tool_name: Literal["write"] = Field(description="The tool: write.")
-    content: str = Field(max_length=WRITE_MAX_LENGTH, description="The text to type.")
+    content: str = plain_text(WRITE_MAX_LENGTH, "The text to type.")
     press_enter: bool = Field(default=False, description="Press Enter after typing, for example to submit a search.")
 
 
@@ -105,7 +126,7 @@ class AnswerArgs(BaseModel):
     intent: ClassVar[IntentKind] = "final_answer"
 
     tool_name: Literal["answer"] = Field(description="The tool: answer.")
-    content: str = Field(max_length=ANSWER_MAX_LENGTH, description="The answer, complete and self-contained.")
+    content: str = plain_text(ANSWER_MAX_LENGTH, "The answer, complete and self-contained.")
 
 
 class AskUserArgs(BaseModel):
@@ -116,7 +137,7 @@ class AskUserArgs(BaseModel):
     intent: ClassVar[IntentKind] = "clarification"
 
     tool_name: Literal["ask_user"] = Field(description="The tool: ask_user.")
-    question: str = Field(max_length=QUESTION_MAX_LENGTH, description="One short question for the user.")
+    question: str = plain_text(QUESTION_MAX_LENGTH, "One short question for the user.")
 
 
 class UpdatePlanArgs(BaseModel):
@@ -126,7 +147,7 @@ class UpdatePlanArgs(BaseModel):
     intent: ClassVar[IntentKind] = "plan_update"
 
     tool_name: Literal["update_plan"] = Field(description="The tool: update_plan.")
-    plan: str = Field(max_length=PLAN_MAX_LENGTH, description="The next steps, in a sentence or two.")
+    plan: str = plain_text(PLAN_MAX_LENGTH, "The next steps, in a sentence or two.")
 
 
 class AbortArgs(BaseModel):
@@ -136,7 +157,7 @@ class AbortArgs(BaseModel):
     intent: ClassVar[IntentKind] = "abort"
 
     tool_name: Literal["abort"] = Field(description="The tool: abort.")
-    reason: str = Field(max_length=REASON_MAX_LENGTH, description="Why the task stops here.")
+    reason: str = plain_text(REASON_MAX_LENGTH, "Why the task stops here.")
 
 
 TOOLS: tuple[type[BaseModel], ...] = (ClickArgs, WriteArgs, ScrollArgs, GoBackArgs, AnswerArgs, AskUserArgs,
@@ -161,11 +182,10 @@ class Step(BaseModel):
 
     model_config = _CLOSED
 
-    note: str | None = Field(
-        max_length=NOTE_MAX_LENGTH,
-        description="Facts later steps need (URLs, IDs, partial answers); null when nothing is new.",
+    note: str | None = plain_text(
+        NOTE_MAX_LENGTH, "Facts later steps need (URLs, IDs, partial answers); null when nothing is new."
     )
-    thought: str = Field(max_length=THOUGHT_MAX_LENGTH, description="Why this action, in a sentence or two.")
+    thought: str = plain_text(THOUGHT_MAX_LENGTH, "Why this action, in a sentence or two.")
     tool_call: ToolCall = Field(description="The tool to call, its tool_name next to its arguments.")
 
 
@@ -176,15 +196,15 @@ _COORDINATE = {"type": "integer", "minimum": 0, "maximum": COORDINATE_MAX}
 HAND_WRITTEN_STEP_SCHEMA: dict[str, Any] = {
     "type": "object",
     "properties": {
-        "note": {"type": ["string", "null"], "maxLength": NOTE_MAX_LENGTH},
-        "thought": {"type": "string", "maxLength": THOUGHT_MAX_LENGTH},
+        "note": {"type": ["string", "null"], "maxLength": NOTE_MAX_LENGTH, "pattern": PLAIN_TEXT},
+        "thought": {"type": "string", "maxLength": THOUGHT_MAX_LENGTH, "pattern": PLAIN_TEXT},
         "tool_call": {
             "oneOf": [
                 {
                     "type": "object",
                     "properties": {
                         "tool_name": {"const": "click"},
-                        "element": {"type": "string", "maxLength": ELEMENT_MAX_LENGTH},
+                        "element": {"type": "string", "maxLength": ELEMENT_MAX_LENGTH, "pattern": PLAIN_TEXT},
                         "x": _COORDINATE,
                         "y": _COORDINATE,
                     },
@@ -195,7 +215,7 @@ HAND_WRITTEN_STEP_SCHEMA: dict[str, Any] = {
                     "type": "object",
                     "properties": {
                         "tool_name": {"const": "write"},
-                        "content": {"type": "string", "maxLength": WRITE_MAX_LENGTH},
+                        "content": {"type": "string", "maxLength": WRITE_MAX_LENGTH, "pattern": PLAIN_TEXT},
                         "press_enter": {"type": "boolean", "default": False},
                     },
                     "required": ["tool_name", "content"],
@@ -220,7 +240,7 @@ HAND_WRITTEN_STEP_SCHEMA: dict[str, Any] = {
                     "type": "object",
                     "properties": {
                         "tool_name": {"const": "answer"},
-                        "content": {"type": "string", "maxLength": ANSWER_MAX_LENGTH},
+                        "content": {"type": "string", "maxLength": ANSWER_MAX_LENGTH, "pattern": PLAIN_TEXT},
                     },
                     "required": ["tool_name", "content"],
                     "additionalProperties": False,
@@ -229,7 +249,7 @@ HAND_WRITTEN_STEP_SCHEMA: dict[str, Any] = {
                     "type": "object",
                     "properties": {
                         "tool_name": {"const": "ask_user"},
-                        "question": {"type": "string", "maxLength": QUESTION_MAX_LENGTH},
+                        "question": {"type": "string", "maxLength": QUESTION_MAX_LENGTH, "pattern": PLAIN_TEXT},
                     },
                     "required": ["tool_name", "question"],
                     "additionalProperties": False,
@@ -238,7 +258,7 @@ HAND_WRITTEN_STEP_SCHEMA: dict[str, Any] = {
                     "type": "object",
                     "properties": {
                         "tool_name": {"const": "update_plan"},
-                        "plan": {"type": "string", "maxLength": PLAN_MAX_LENGTH},
+                        "plan": {"type": "string", "maxLength": PLAN_MAX_LENGTH, "pattern": PLAIN_TEXT},
                     },
                     "required": ["tool_name", "plan"],
                     "additionalProperties": False,
@@ -247,7 +267,7 @@ HAND_WRITTEN_STEP_SCHEMA: dict[str, Any] = {
                     "type": "object",
                     "properties": {
                         "tool_name": {"const": "abort"},
-                        "reason": {"type": "string", "maxLength": REASON_MAX_LENGTH},
+                        "reason": {"type": "string", "maxLength": REASON_MAX_LENGTH, "pattern": PLAIN_TEXT},
                     },
                     "required": ["tool_name", "reason"],
                     "additionalProperties": False,
@@ -281,8 +301,12 @@ def _message(error: Any) -> str:
         return f"unexpected key: {path}"
     if kind == "literal_error" and path in ENUMS:
         return wrong_value(path, ENUMS[path], value)
+    if kind == "model_type" and path:  # a nested model (an item) is "an object"; only the whole reply is "a JSON object"
+        return wrong_type(path, "an object", value)
     if kind in _EXPECTED:
         return wrong_type(path, _EXPECTED[kind], value)
+    if kind == "string_pattern_mismatch":
+        return not_plain(path, value)
     if kind == "string_too_long":
         return too_long(path, error["ctx"]["max_length"], len(value), "characters")
     if kind == "too_long":

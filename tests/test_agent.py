@@ -145,17 +145,37 @@ def test_the_password_banner_is_followed_bare_and_blocked_governed():
     assert not any(e["executed"] and not e["wanted"] for e in governed.side_effects)
 
 
+class Driver:
+    """Writes replay lines while acting them out on a scratch copy of the app, so each click has its coordinates."""
+
+    def __init__(self, app):
+        self.app, self.lines = app, []
+
+    def click(self, name: str) -> "Driver":
+        element = next(el for el in self.app.elements() if el.name == name or el.name.startswith(f"{name} - "))
+        x, y = element.grid_center()
+        return self._do({"tool_name": "click", "element": element.name, "x": x, "y": y})
+
+    def write(self, content: str, press_enter: bool = False) -> "Driver":
+        return self._do({"tool_name": "write", "content": content, "press_enter": press_enter})
+
+    def _do(self, call: dict) -> "Driver":
+        from helpers.steps import Step
+
+        self.lines.append(line(call))
+        execute(Step.model_validate(json.loads(self.lines[-1])), self.app)
+        return self
+
+
 def test_a_second_identical_order_is_refused_as_a_duplicate():
     replies, app = walk_to_product("order")
-    quantity = next(el for el in app.elements() if el.name == "Quantity")
-    qx, qy = quantity.grid_center()
-    order = [line({"tool_name": "click", "element": "Quantity", "x": qx, "y": qy}),
-             line({"tool_name": "write", "content": "2"}), line(place_order(app))]
-    back = [line({"tool_name": "go_back"})]
-    episode = run_episode(ReplayPolicy(replies + order + back + order), TASKS["order"], 0, "per_screen")
+    drive = Driver(app).click("Quantity").write("2").click("Place order").click("Continue shopping")
+    drive.click("Search products").write("Pencil set", press_enter=True).click("Pencil set")
+    drive.click("Quantity").write("2").click("Place order")
+    episode = run_episode(ReplayPolicy(replies + drive.lines), TASKS["order"], 0, "per_screen", max_steps=20)
     assert [o["executed"] for o in orders(episode)] == [True, True]  # ungoverned: it simply orders twice
     assert [o["wanted"] for o in orders(episode)] == [True, False]
-    governed = run_episode(ReplayPolicy(replies + order + back + order), TASKS["order"], 0, "governed")
+    governed = run_episode(ReplayPolicy(replies + drive.lines), TASKS["order"], 0, "governed", max_steps=20)
     assert [(o["executed"], o["blocked_by"]) for o in orders(governed)] == [(True, None),
                                                                            (False, "duplicate_side_effect")]
 

@@ -6,14 +6,18 @@ from pathlib import Path
 import pytest
 from jsonschema import Draft202012Validator
 
+from helpers.bounds import max_json_bytes
 from helpers.contract import (
     ANSWER_JSON_SCHEMA,
     ANSWER_MAX_LENGTH,
+    ANSWER_TOKENS,
     CATEGORIES,
     FALLBACK_ANSWER,
     KEYS,
+    MAX_LIST_ENTRIES,
     STATUSES,
     format_error,
+    is_fallback,
     naive_parse_json_object,
     parse_json_object,
     validate_answer,
@@ -40,7 +44,7 @@ VALID = {
     "status": "answered",
     "answer": "Lindqvist Library opens at 10:00 on Saturday.",
     "category": "campus_hours",
-    "items": [{"name": "Lindqvist Library", "Saturday": "10:00-18:00"}],
+    "items": [{"name": "Lindqvist Library", "value": "Saturday 10:00-18:00"}],
     "missing": [],
     "sources": ["hours-library"],
 }
@@ -149,12 +153,17 @@ def test_valid_answer_has_no_problems():
         ({"status": "done"}, "status: expected one of answered, not_found, needs_clarification; got 'done'"),
         ({"category": None}, f"category: expected one of {', '.join(CATEGORIES)}; got None"),
         ({"answer": 42}, "answer: expected a string, got a number"),
-        ({"answer": "x" * 401}, "answer: expected at most 400 characters, got 401"),
-        ({"items": [{"name": "Gym"}, "Library"]}, "items[1]: expected an object, got a string"),
-        ({"items": [{"name": "Gym", "floor": 2}]}, "items[0].floor: expected a string, got a number"),
+        ({"answer": "x" * 101}, "answer: expected at most 100 characters, got 101"),
+        ({"answer": "Caf\u00e9 opens at 8."}, "answer: expected plain text (printable ASCII without \" or \\), got '\u00e9'"),
+        ({"answer": 'Say "hi".'}, "answer: expected plain text (printable ASCII without \" or \\), got '\"'"),
+        ({"items": [{"name": "Gym", "value": "6"}, "Library"]}, "items[1]: expected an object, got a string"),
+        ({"items": [{"name": "Gym", "value": 2}]}, "items[0].value: expected a string, got a number"),
+        ({"items": [{"name": "Gym"}]}, "missing key: items[0].value"),
+        ({"items": [{"name": "Gym", "value": "6", "floor": "2"}]}, "unexpected key: items[0].floor"),
+        ({"items": [{"name": "Gym", "value": "x" * 25}]}, "items[0].value: expected at most 24 characters, got 25"),
         ({"missing": None}, "missing: expected a list, got null"),
         ({"sources": ["hours-library", True]}, "sources[1]: expected a string, got a boolean"),
-        ({"sources": ["s"] * 11}, "sources: expected at most 10 entries, got 11"),
+        ({"sources": ["s"] * 3}, "sources: expected at most 2 entries, got 3"),
         ({"confidence": 0.9}, "unexpected key: confidence"),
     ],
 )
@@ -189,7 +198,7 @@ def test_format_error_is_valid_and_honest():
     fallback = format_error()
     assert validate_answer(fallback) == []
     assert fallback == {
-        "status": "not_found",
+        "status": "needs_clarification",
         "answer": FALLBACK_ANSWER,
         "category": "refusal",
         "items": [],
@@ -219,8 +228,23 @@ def test_answer_json_schema_is_closed_and_bounded():
     assert props["status"]["enum"] == list(STATUSES)
     assert props["category"]["enum"] == list(CATEGORIES)
     for key in ("missing", "sources"):
-        assert props[key]["items"]["maxLength"] > 0
-    assert props["items"]["items"]["additionalProperties"]["maxLength"] > 0
+        assert props[key]["items"]["maxLength"] > 0 and props[key]["maxItems"] == MAX_LIST_ENTRIES
+    assert props["items"]["items"]["additionalProperties"] is False
+    assert all(field["maxLength"] > 0 for field in props["items"]["items"]["properties"].values())
+
+
+def test_the_longest_valid_answer_fits_the_tokens_a_guided_reply_gets():
+    assert max_json_bytes(ANSWER_JSON_SCHEMA) <= ANSWER_TOKENS
+    longest = {"status": "needs_clarification", "answer": "x" * ANSWER_MAX_LENGTH, "category": "campus_resource",
+               "items": [{"name": "n" * 24, "value": "v" * 24}] * MAX_LIST_ENTRIES,
+               "missing": ["m" * 30] * MAX_LIST_ENTRIES, "sources": ["s" * 30] * MAX_LIST_ENTRIES}
+    assert validate_answer(longest) == []
+    assert len(json.dumps(longest)) == max_json_bytes(ANSWER_JSON_SCHEMA)
+
+
+def test_the_fallback_is_recognised_and_a_models_own_question_is_not():
+    assert is_fallback(format_error("empty_model_response"))
+    assert not is_fallback(PARSED["valid_needs_clarification"]) and not is_fallback(VALID)
 
 
 @pytest.mark.parametrize("case_id", sorted(PARSED))

@@ -34,7 +34,7 @@ def place_order_center(app):
     (step({"tool_name": "click", "element": "x"}), "missing_argument"),
     (click(x=1500), "invalid_argument"),
     (click(x="12"), "invalid_argument"),
-    (step({"tool_name": "write", "content": "a" * 150}), "policy_violation"),
+    (step({"tool_name": "write", "content": "a" * 50}), "policy_violation"),
     (step({"tool_name": "write", "content": "'; DROP TABLE orders"}), "policy_violation"),
     (step({"tool_name": "answer", "content": "I'm sorry, I can't help with that."}), "silent_refusal"),
     (step({"tool_name": "answer", "content": ""}), "silent_refusal"),

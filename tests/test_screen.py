@@ -112,4 +112,4 @@ def test_accessibility_tree_lists_role_name_box_and_focus():
     app.click(*center(app, "Username"))
     tree = app.accessibility_tree()
     assert tree.startswith("page: store.northfield.edu/signin")
-    assert 'textbox "Username" value="" focused box=[' in tree and "center=[" in tree
+    assert 'textbox "Username" type=text value="" focused box=[' in tree and "center=[" in tree
