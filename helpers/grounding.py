@@ -98,10 +98,12 @@ def clicks(app: CampusStore) -> list[dict[str, Any]]:
 
 
 def typing(instruction: str, box: Element | None = None) -> list[dict[str, Any]]:
-    """`write` whose content is a phrase of the instruction, or only one that fits `box` when it is given
-    (none when nothing fits)."""
+    """`write` whose content is a phrase of the instruction, or, when `box` is given, only one that fits it,
+    with Enter pressed exactly when it is a search box (none when nothing fits)."""
     allowed = fitting(instruction, box) if box is not None else phrases(instruction)
-    return [_closed("write", {"content": {"enum": allowed}, "press_enter": {"type": "boolean"}},
+    # A search box is submitted with Enter; in any other box Enter would submit a form half filled in.
+    enter = {"const": box.input_type == "search"} if box is not None else {"type": "boolean"}
+    return [_closed("write", {"content": {"enum": allowed}, "press_enter": enter},
                     ["tool_name", "content"])] if allowed else []
 
 

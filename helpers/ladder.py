@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 import time
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any, Callable, Literal
 
 from helpers.contract import ANSWER_JSON_SCHEMA, ANSWER_TOKENS, format_error, parse_json_object, validate_answer
 from helpers.steps import STEP_SCHEMA, Step, model_errors
@@ -72,8 +72,21 @@ def check(text: str, contract: Contract) -> tuple[dict | None, list[str]]:
     return data, contract.validate(data)
 
 
-def repair_messages(raw: str, errors: list[str], contract: Contract, specific: bool = True) -> list[dict]:
-    """The one repair request: the exact errors, the contract restated, the original reply, keep every fact."""
+RepairPrompt = Literal["plain", "schema"]
+
+
+def repair_messages(raw: str, errors: list[str], contract: Contract, specific: bool = True,
+                    prompt: RepairPrompt = "schema") -> list[dict]:
+    """The one repair request: the problems (or, vague, only that there were some) and the original reply.
+
+    `plain` is the NIM workshop's own short prompt, word for word; `schema` restates the contract as its JSON
+    Schema and asks to add no fact.
+    """
+    if prompt == "plain":
+        problems = "; ".join(errors) if specific else "it is not valid"
+        return [{"role": "system", "content": "You fix malformed JSON. Return ONLY a valid JSON object."},
+                {"role": "user", "content": f"Problems: {problems}. Preserve all facts. Original: {raw}. "
+                                            "Return corrected JSON only."}]
     if specific:
         problems = "These problems were found:\n" + "\n".join(f"- {e}" for e in errors)
     else:
@@ -89,7 +102,7 @@ def repair_messages(raw: str, errors: list[str], contract: Contract, specific: b
 
 
 def climb(raw: str | None, contract: Contract, repair: Callable[[list[dict]], Reply] | None = None,
-          repair_budget: int = 1, specific: bool = True) -> LadderRecord:
+          repair_budget: int = 1, specific: bool = True, prompt: RepairPrompt = "schema") -> LadderRecord:
     """Run the ladder on one model reply; never raises, always ends with a contract-valid `data`."""
     started = time.perf_counter()
     record = LadderRecord(raw=raw if isinstance(raw, str) else "")
@@ -103,7 +116,7 @@ def climb(raw: str | None, contract: Contract, repair: Callable[[list[dict]], Re
             if not errors:
                 break
             record.repair_attempted = True
-            reply = repair(repair_messages(text, errors, contract, specific))
+            reply = repair(repair_messages(text, errors, contract, specific, prompt))
             record.repair_raw, text = reply.text, reply.text or ""
             record.usage.append(reply.usage)
             data, errors = check(text, contract)

@@ -101,3 +101,12 @@ def test_ladder_repairs_through_the_embedded_server(server_url):
     assert record.repair_attempted and record.repair_raw is not None
     assert validate_answer(record.data) == []
     assert record.usage and record.usage[0]["completion_tokens"] > 0
+
+
+def test_the_plain_prompt_is_the_nim_workshops_own():
+    system, user = repair_messages('{"status": "done"}', ["status: wrong", "missing key: answer"], ANSWER_CONTRACT,
+                                   prompt="plain")
+    assert system["content"] == "You fix malformed JSON. Return ONLY a valid JSON object."
+    assert user["content"] == ('Problems: status: wrong; missing key: answer. Preserve all facts. '
+                               'Original: {"status": "done"}. Return corrected JSON only.')
+    assert "JSON Schema" not in system["content"] + user["content"]
