@@ -1,0 +1,30 @@
+"""Every exercise check passes its worked solution and rejects the known-wrong answers (and the empty stub)."""
+import importlib
+import pkgutil
+import runpy
+from pathlib import Path
+
+import pytest
+
+import helpers.exercises
+
+SOLUTIONS = Path(__file__).resolve().parent.parent / "notebooks" / "solutions"
+MODULES = sorted(info.name for info in pkgutil.iter_modules(helpers.exercises.__path__) if info.name.startswith("nb"))
+CASES = [(name, checker) for name in MODULES
+         for checker in importlib.import_module(f"helpers.exercises.{name}").SOLUTIONS]
+
+
+def test_every_notebook_with_exercises_has_a_checks_module_and_a_solutions_file():
+    notebooks = sorted(p.name[:2] for p in (SOLUTIONS.parent).glob("[0-9][0-9]_*.ipynb"))
+    assert [f"nb{n}" for n in notebooks] == MODULES
+    assert sorted(p.stem for p in SOLUTIONS.glob("[0-9][0-9].py")) == notebooks
+
+
+@pytest.mark.parametrize("module,checker", CASES, ids=[f"{m}.{c}" for m, c in CASES])
+def test_the_worked_solution_passes_and_every_wrong_answer_fails(module, checker):
+    checks = importlib.import_module(f"helpers.exercises.{module}")
+    solution = runpy.run_path(str(SOLUTIONS / f"{module[2:]}.py"))
+    run = getattr(checks, checker)
+    assert run(solution[checks.SOLUTIONS[checker]])[0], "the worked solution must pass"
+    for wrong in [None, *checks.WRONG[checker]]:
+        assert not run(wrong)[0], f"a wrong answer passed: {wrong!r}"
