@@ -2,7 +2,9 @@
 
 Notebook kernels inherit this process's environment, so setting WORKSHOP_PORT and
 WORKSHOP_BACKEND here makes every notebook find the same server, and never a paid
-API even when a developer has keys in the environment.
+API even when a developer has keys in the environment. Every notebook cell nbval runs
+is marked `integration` (notebooks talk to the model), so `-m "not integration"` runs
+no model.
 """
 from __future__ import annotations
 
@@ -23,6 +25,12 @@ def pytest_configure(config: pytest.Config) -> None:
     os.environ["WORKSHOP_PORT"] = str(_free_port())
     for name in ("WORKSHOP_MODEL", "WORKSHOP_DIALECT"):
         os.environ.pop(name, None)
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        if item.path.suffix == ".ipynb":
+            item.add_marker(pytest.mark.integration)
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
