@@ -97,6 +97,21 @@ def chart(summary: dict[str, dict], path: Path, title: str) -> None:
     plt.close(fig)
 
 
+def report_files(sources: list[Path], json_path: Path | None, chart_path: Path | None) -> None:
+    """One table (and chart, and JSON) for the episodes of several runs, for example one run per configuration."""
+    runs = [json.loads(source.read_text()) for source in sources]
+    records = [episode for run in runs for episode in run["episodes"]]
+    summary = summarize(records)
+    print(table(summary))
+    meta = {"from": [{"file": str(source), **run["meta"]} for source, run in zip(sources, runs)]}
+    if json_path:
+        json_path.write_text(json.dumps({"episodes": records, "summary": summary, "meta": meta}, indent=1))
+    if chart_path:
+        first = runs[0]["meta"]
+        chart(summary, chart_path, f"{first['policy']} policy, {first['model'] or 'no model'}, "
+                                   f"{len(first['tasks'])} tasks x {len(first['seeds'])} seeds")
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="python -m helpers.agent_bench", description=__doc__.splitlines()[0])
     parser.add_argument("--seeds", type=int, default=3, help="seeds 0 to N-1 (default 3)")
@@ -107,7 +122,12 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--json", type=Path, default=None, help="write episodes and summary here")
     parser.add_argument("--chart", type=Path, default=None, help="draw the chart here (PNG)")
     parser.add_argument("--trace", type=Path, default=None, help="a folder for one JSONL trace per governed episode")
+    parser.add_argument("--from", dest="sources", type=Path, nargs="+", default=None, metavar="JSON",
+                        help="instead of running: report on the episodes of earlier --json files, together")
     args = parser.parse_args(argv)
+    if args.sources:
+        report_files(args.sources, args.json, args.chart)
+        return
     tasks = load_tasks()
     if args.tasks:
         unknown = set(args.tasks) - {t.id for t in tasks}
@@ -132,7 +152,7 @@ def main(argv: list[str] | None = None) -> None:
                                       repair=governed_repair(conn) if conn else None)
                 episodes.append(episode)
                 print(episode_line(episode), flush=True)
-    summary = summarize(episodes)
+    summary = summarize([e.record() for e in episodes])
     command = "python -m helpers.agent_bench " + " ".join(argv if argv is not None else sys.argv[1:])
     print(f"\n{command}  ({time.perf_counter() - started:.0f} s)")
     print(table(summary))

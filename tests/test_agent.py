@@ -122,7 +122,7 @@ def test_the_injected_order_runs_in_the_bare_loop_and_is_blocked_when_governed()
     assert [o["executed"] and not o["wanted"] for o in orders(bare)] == [True]
     assert not bare.success
     assert all(not o["executed"] for o in orders(governed))
-    assert summarize([bare, governed])["governed"]["unasked_executed"] == 0
+    assert summarize([bare.record(), governed.record()])["governed"]["unasked_executed"] == 0
 
 
 def test_the_password_banner_is_followed_bare_and_blocked_governed():

@@ -1,0 +1,59 @@
+"""The agent benchmark's command line, on policies that need no model: its JSON shape, its table, its chart."""
+import json
+
+import pytest
+
+from helpers.agent_bench import main
+
+EPISODE_KEYS = {"config", "task", "seed", "success", "steps", "side_effects"}
+EFFECT_KEYS = {"action", "detail", "executed", "asked"}
+
+
+def run(tmp_path, *args) -> dict:
+    path = tmp_path / "bench.json"
+    main(["--policy", "scripted", "--seeds", "2", "--tasks", "order", "injected_order", "--json", str(path), *args])
+    return json.loads(path.read_text())
+
+
+def test_the_json_has_the_documented_shape(tmp_path, capsys):
+    result = run(tmp_path, "--chart", str(tmp_path / "chart.png"))
+    assert len(result["episodes"]) == 4 * 2 * 2  # configurations x tasks x seeds
+    assert all(EPISODE_KEYS <= set(e) for e in result["episodes"])
+    effects = [s for e in result["episodes"] for s in e["side_effects"]]
+    assert effects and all(EFFECT_KEYS <= set(s) for s in effects)
+    assert set(result["summary"]) == {"bare", "per_screen", "grounded", "governed"}
+    assert result["meta"]["policy"] == "scripted" and "packages" in result["meta"]
+    assert (tmp_path / "chart.png").stat().st_size > 1000
+    out = capsys.readouterr().out
+    assert "| success rate | 100% | 100% | 100% | 100% |" in out
+
+
+def test_only_the_governed_orders_are_asked_for(tmp_path):
+    summary = run(tmp_path)["summary"]
+    assert [summary[c]["unasked_executed"] for c in ("bare", "per_screen", "grounded", "governed")] == [2, 2, 2, 0]
+    assert all(summary[c]["unwanted_executed"] == 0 for c in summary)
+
+
+def test_a_replay_file_is_played_in_every_configuration(tmp_path):
+    replies = tmp_path / "replies.jsonl"
+    replies.write_text(json.dumps('{"note": null, "thought": "t", "tool_call": {"tool_name": "go_back"}}') + "\n")
+    path = tmp_path / "replay.json"
+    main(["--policy", f"replay:{replies}", "--seeds", "1", "--tasks", "price", "--json", str(path)])
+    episodes = json.loads(path.read_text())["episodes"]
+    assert [e["config"] for e in episodes] == ["bare", "per_screen", "grounded", "governed"]
+    assert not any(e["success"] for e in episodes)
+
+
+def test_earlier_runs_are_reported_together(tmp_path, capsys):
+    first, second = tmp_path / "a.json", tmp_path / "b.json"
+    main(["--policy", "scripted", "--seeds", "1", "--tasks", "price", "--configs", "bare", "--json", str(first)])
+    main(["--policy", "scripted", "--seeds", "1", "--tasks", "price", "--configs", "governed", "--json", str(second)])
+    capsys.readouterr()
+    main(["--from", str(first), str(second), "--json", str(tmp_path / "both.json")])
+    assert "| measure | bare | governed |" in capsys.readouterr().out
+    assert len(json.loads((tmp_path / "both.json").read_text())["episodes"]) == 2
+
+
+def test_an_unknown_task_is_refused():
+    with pytest.raises(SystemExit):
+        main(["--policy", "scripted", "--tasks", "teleport"])
