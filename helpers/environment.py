@@ -15,9 +15,16 @@ from helpers.install import install_embedded
 from helpers.server.control import missing_embedded_packages
 
 
+COLAB_NOTE = ("This Colab runtime is new (every badge opens one), so the embedded model is installed into it "
+              "first: a few minutes.\nFor a class, a free NVIDIA API Catalog key (build.nvidia.com; NVIDIA_API_KEY "
+              "in Colab's Secrets panel) needs no install at all: set it, restart the runtime, run this cell again.")
+
+
 def prepare(show: bool = True) -> Connection:
     """Make the chosen backend usable and return its `Connection`; a key set means nothing is compiled."""
     if choose_backend() == "embedded" and (missing := missing_embedded_packages()):
+        if "google.colab" in sys.modules:
+            print(COLAB_NOTE, flush=True)
         install_embedded(missing)
     connection = connect()
     if show:

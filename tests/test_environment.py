@@ -26,11 +26,21 @@ def test_a_hosted_backend_installs_nothing(monkeypatch, installs, capsys):
     assert installs == [] and capsys.readouterr().out == "backend: test\n"
 
 
-def test_the_embedded_backend_installs_only_what_is_missing(monkeypatch, installs):
+def test_the_embedded_backend_installs_only_what_is_missing(monkeypatch, installs, capsys):
     monkeypatch.setattr(environment, "choose_backend", lambda: "embedded")
     monkeypatch.setattr(environment, "missing_embedded_packages", lambda: ["llguidance"])
+    monkeypatch.delitem(environment.sys.modules, "google.colab", raising=False)
     environment.prepare(show=False)
-    assert installs == [["llguidance"]]
+    assert installs == [["llguidance"]] and "Colab" not in capsys.readouterr().out
+
+
+def test_a_new_colab_runtime_says_why_it_installs_and_what_a_class_can_do_instead(monkeypatch, installs, capsys):
+    monkeypatch.setattr(environment, "choose_backend", lambda: "embedded")
+    monkeypatch.setattr(environment, "missing_embedded_packages", lambda: ["llama-cpp-python"])
+    monkeypatch.setitem(environment.sys.modules, "google.colab", object())
+    environment.prepare(show=False)
+    out = capsys.readouterr().out
+    assert "every badge opens one" in out and "NVIDIA API Catalog key" in out and installs == [["llama-cpp-python"]]
 
 
 def test_nothing_is_installed_when_everything_is_there(monkeypatch, installs):
