@@ -53,9 +53,10 @@ UNSUPPORTED_KEYS = ("guided_grammar", "grammar", "structural_tag")
 NOT_IMPLEMENTED_KEYS = {
     "structured_outputs": ("disable_fallback", "disable_any_whitespace", "disable_additional_properties",
                            "whitespace_pattern"),
-    "nvext": ("guided_decoding_backend", "guided_whitespace_pattern", "repetition_penalty", "top_k", "min_p",
-              "ignore_eos", "min_tokens"),
+    "nvext": ("guided_decoding_backend", "guided_whitespace_pattern", "top_k", "min_p", "ignore_eos", "min_tokens"),
 }
+# Sampling keys NIM documents inside nvext: not constraints, so not read here; the server's request model reads them.
+SAMPLING_KEYS = {"nvext": ("repetition_penalty",)}
 RESPONSE_FORMAT_KEYS = {"text": {"type"}, "json_object": {"type", "schema"}, "json_schema": {"type", "json_schema"}}
 JSON_SCHEMA_SPEC_KEYS = {"name", "description", "schema", "strict"}
 # The top-level body fields this module reads; the server's request model declares exactly these.
@@ -153,7 +154,7 @@ def _from_container(body: dict, name: str, table: dict[str, ConstraintKind]) -> 
         return []
     if not isinstance(value, dict):
         raise DialectError(f"{name} must be an object", name)
-    _refuse_unknown_keys(value, {*table, *UNSUPPORTED_KEYS}, name)
+    _refuse_unknown_keys(value, {*table, *UNSUPPORTED_KEYS, *SAMPLING_KEYS.get(name, ())}, name)
     return _from_table(value, table, f"{name}.")
 
 

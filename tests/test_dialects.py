@@ -97,7 +97,7 @@ def test_schema_may_arrive_as_a_json_string():
      "response_format.json_schema", "invalid_schema"),
     ({"nvext": "guided"}, "nvext", None),
     ({"nvext": {"guided_jsn": SCHEMA}}, "nvext.guided_jsn", "unknown_parameter"),
-    ({"nvext": {"repetition_penalty": 1.1}}, "nvext.repetition_penalty", "unsupported_parameter"),
+    ({"nvext": {"top_k": 5}}, "nvext.top_k", "unsupported_parameter"),
     ({"structured_outputs": {"jsn": SCHEMA}}, "structured_outputs.jsn", "unknown_parameter"),
     ({"structured_outputs": {"json": SCHEMA, "disable_fallback": True}}, "structured_outputs.disable_fallback",
      "unsupported_parameter"),

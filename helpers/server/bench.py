@@ -1,8 +1,11 @@
-"""Benchmark the embedded server: `python -m helpers.server.bench --trials 10`, or `--flood 40`.
+"""Benchmark the embedded server: `python -m helpers.server.bench --schema step`, `--termination` or `--flood 40`.
 
-The default run measures guided and unguided decoding side by side. Every number comes from
-one run on one machine, so the ratios are what to compare: absolute times move with the
-machine and whatever else it is doing.
+The default run measures guided and unguided decoding side by side, for one kind of schema
+(`--schema step|answer|per-screen`). Every number comes from one run on one machine, so the
+ratios are what to compare: absolute times move with the machine and whatever else it is doing.
+
+`--termination` asks for guided replies on schemas whose free-text strings are unbounded, without
+and with a penalty, and counts the replies that finish with `stop` before `max_tokens`.
 
 `--flood N` instead sends N requests at once, as a classroom might, and counts the answers:
 every client must get one (200, or 429 when the queue is full), none may hang or be dropped,
@@ -27,16 +30,44 @@ from helpers.contract import ANSWER_JSON_SCHEMA, parse_json_object
 from helpers.server import MODEL_ID
 from helpers.steps import STEP_SCHEMA
 
-TASKS = [
-    ("step", STEP_SCHEMA, "Screen: a sign-in page with a 'Username' field at (500, 300) and a 'Sign in' button at "
-                          "(500, 520). Task: sign in as ada. Give the next step."),
-    ("step", STEP_SCHEMA, "Screen: a search results page listing 'Blue mug' at (300, 400) and 'Red mug' at "
-                          "(300, 480). Task: open the red mug. Give the next step."),
-    ("answer", ANSWER_JSON_SCHEMA, "Question: When does the Northfield library open on Saturdays? "
-                                   "Facts: [hours-library] The library opens at 10:00 on Saturdays."),
-    ("answer", ANSWER_JSON_SCHEMA, "Question: Where can I print posters? Facts: [res-print] Poster printing is "
-                                   "at the Media Lab, room B12."),
+STEP_TASKS = [
+    "Screen: a sign-in page with a 'Username' field at (500, 300) and a 'Sign in' button at (500, 520). "
+    "Task: sign in as ada. Give the next step.",
+    "Screen: a search results page listing 'Blue mug' at (300, 400) and 'Red mug' at (300, 480). "
+    "Task: open the red mug. Give the next step.",
+    "Screen: a product page for 'Travel mug' showing 'Price: $12.50' at (500, 260) and an 'Add to cart' button at "
+    "(500, 600). Task: what does the travel mug cost? Give the next step.",
+    "Screen: an empty search box 'Search products' at (500, 200), focused, and a 'Search' button at (800, 200). "
+    "Task: find the campus hoodie. Give the next step.",
 ]
+ANSWER_TASKS = [
+    "Question: When does the Northfield library open on Saturdays? "
+    "Facts: [hours-library] The library opens at 10:00 on Saturdays.",
+    "Question: Where can I print posters? Facts: [res-print] Poster printing is at the Media Lab, room B12.",
+    "Question: Is the pool open on Mondays? Facts: [hours-pool] The pool is closed on Mondays for cleaning.",
+    "Question: Who won the 1962 chess championship? Facts: none found.",
+]
+# The first step of these store tasks, each with the Step schema narrowed to the screen it starts on.
+PER_SCREEN_TASKS = ("sign_in", "price", "stock", "cheaper")
+SCHEMAS = ("step", "answer", "per-screen")
+# A prompt evaluation counts toward prompt tokens/s only when this much of it was not cached.
+UNCACHED_PROMPT_TOKENS = 256
+UNBOUNDED_CASES = Path(__file__).resolve().parents[2] / "data" / "bench" / "unbounded_strings.jsonl"
+# A moderate penalty of each kind, beside none at all; each is a separate run over every case.
+PENALTIES: dict[str, dict] = {
+    "no penalty": {},
+    "frequency_penalty 0.5": {"frequency_penalty": 0.5},
+    "presence_penalty 0.5": {"presence_penalty": 0.5},
+    "repetition_penalty 1.2": {"extra_body": {"repetition_penalty": 1.2}},
+}
+
+
+@dataclass
+class Case:
+    """One benchmark request: the schema it is guided by and the conversation it continues."""
+
+    schema: dict
+    messages: list[dict]
 
 
 @dataclass
@@ -46,6 +77,10 @@ class ModeStats:
     compile_ms: list[float] = field(default_factory=list)
     mask_p50: list[float] = field(default_factory=list)
     mask_p99: list[float] = field(default_factory=list)
+    prompt_tokens_per_s: list[float] = field(default_factory=list)
+    fast_forward_batches: list[int] = field(default_factory=list)
+    forced: int = 0
+    tokens: int = 0
     valid: int = 0
     stopped: int = 0
     stopped_valid: int = 0
@@ -68,30 +103,68 @@ def messages_for(schema: dict, task: str) -> list[dict]:
             {"role": "user", "content": task}]
 
 
-def run_mode(client, model: str, guided: bool, trials: int, max_tokens: int) -> ModeStats:
+def cases(schema_name: str) -> list[Case]:
+    """The requests a run sends for `--schema`: four tasks, each the same in both modes."""
+    if schema_name == "step":
+        return [Case(STEP_SCHEMA, messages_for(STEP_SCHEMA, task)) for task in STEP_TASKS]
+    if schema_name == "answer":
+        return [Case(ANSWER_JSON_SCHEMA, messages_for(ANSWER_JSON_SCHEMA, task)) for task in ANSWER_TASKS]
+    from helpers.loop import observation_message, per_screen_schema, system_prompt
+    from helpers.tasks import instruction, load_tasks, start_app
+
+    chosen = [task for task in load_tasks() if task.id in PER_SCREEN_TASKS]
+    found = []
+    for task in chosen:
+        app = start_app(task, seed=0)
+        schema = per_screen_schema(app)
+        found.append(Case(schema, [{"role": "system", "content": system_prompt(schema)},
+                                   {"role": "user", "content": f"Task: {instruction(task, app)}"},
+                                   observation_message(app)]))
+    return found
+
+
+def uncached(messages: list[dict], tag: str) -> list[dict]:
+    """`messages` with a first line the server has not seen, so the whole prompt is evaluated afresh."""
+    first = messages[0]
+    return [{**first, "content": f"[{tag}]\n{first['content']}"}, *messages[1:]]
+
+
+def run_mode(client, model: str, guided: bool, chosen: list[Case], seeds: range, max_tokens: int) -> ModeStats:
+    """One pass of one mode; its first request starts from an uncached prompt, to measure prompt evaluation."""
     from helpers.dialects import guided_json
 
     stats = ModeStats()
-    for seed in range(trials):
-        for _, schema, task in TASKS:
-            fields = guided_json("response_format", schema, "output") if guided else {}
-            reply = client.chat.completions.create(model=model, messages=messages_for(schema, task), seed=seed,
-                                                   temperature=0.7, max_tokens=max_tokens, **fields)
-            timings, tokens = reply.model_extra["timings"], reply.usage.completion_tokens
-            if tokens > 1:
-                stats.per_token_ms.append(timings["decode_ms"] / (tokens - 1))
-            stats.ttft_ms.append(timings["time_to_first_token_ms"])
-            if guided:
-                stats.compile_ms.append(timings["grammar_compile_ms"])
-                stats.mask_p50.append(timings["mask_us_per_token_p50"])
-                stats.mask_p99.append(timings["mask_us_per_token_p99"])
-            valid = is_valid(reply.choices[0].message.content, schema)
-            stopped = reply.choices[0].finish_reason == "stop"
-            stats.total += 1
-            stats.valid += valid
-            stats.stopped += stopped
-            stats.stopped_valid += valid and stopped
+    for seed in seeds:
+        for index, case in enumerate(chosen):
+            fields = guided_json("response_format", case.schema, "output") if guided else {}
+            messages = uncached(case.messages, f"guided={guided} seed={seed}") if seed == seeds[0] and index == 0 \
+                else case.messages
+            reply = client.chat.completions.create(model=model, messages=messages, seed=seed, temperature=0.7,
+                                                   max_tokens=max_tokens, **fields)
+            record(stats, reply, case.schema, guided)
     return stats
+
+
+def record(stats: ModeStats, reply, schema: dict, guided: bool) -> None:
+    timings, tokens = reply.model_extra["timings"], reply.usage.completion_tokens
+    if tokens > 1:
+        stats.per_token_ms.append(timings["decode_ms"] / (tokens - 1))
+    stats.ttft_ms.append(timings["time_to_first_token_ms"])
+    if timings["prompt_tokens_evaluated"] >= UNCACHED_PROMPT_TOKENS:
+        stats.prompt_tokens_per_s.append(timings["prompt_tokens_evaluated"] / timings["prompt_eval_ms"] * 1000)
+    if guided:
+        stats.compile_ms.append(timings["grammar_compile_ms"])
+        stats.mask_p50.append(timings["mask_us_per_token_p50"])
+        stats.mask_p99.append(timings["mask_us_per_token_p99"])
+        stats.fast_forward_batches.append(timings["fast_forward_batches"])
+        stats.forced += timings["forced_tokens"]
+    stats.tokens += tokens
+    valid = is_valid(reply.choices[0].message.content, schema)
+    stopped = reply.choices[0].finish_reason == "stop"
+    stats.total += 1
+    stats.valid += valid
+    stats.stopped += stopped
+    stats.stopped_valid += valid and stopped
 
 
 def startup_seconds(port: int, server_args: tuple[str, ...] = ()) -> float:
@@ -106,40 +179,114 @@ def median(values: list[float]) -> float:
     return float(np.median(values)) if values else float("nan")
 
 
-def report(guided: ModeStats, plain: ModeStats, ready_s: float, step_compile_ms: float) -> str:
+def markdown_table(header: tuple[str, ...], rows: list[tuple]) -> str:
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    return "\n".join(lines + ["| " + " | ".join(str(value) for value in row) + " |" for row in rows])
+
+
+def report(guided: ModeStats, plain: ModeStats, ready_s: float) -> str:
     ratio = median(guided.per_token_ms) / median(plain.per_token_ms)
+    p99 = f"{float(np.percentile(guided.mask_p99, 99)):.0f}" if guided.mask_p99 else "nan"
     rows = [
         ("decode time per output token, median (ms)", f"{median(plain.per_token_ms):.2f}",
          f"{median(guided.per_token_ms):.2f}"),
         ("guided / unguided time per token", "", f"{ratio:.3f}x"),
+        ("forced tokens (of all output tokens)", "", f"{guided.forced}/{guided.tokens} "
+                                                      f"({guided.forced / max(guided.tokens, 1):.0%})"),
+        ("fast-forward batches per reply, median", "", f"{median(guided.fast_forward_batches):.0f}"),
+        ("mask time per token p50 / p99 (us)", "", f"{median(guided.mask_p50):.0f} / {p99}"),
+        ("prompt evaluation, uncached (tokens/s)", f"{median(plain.prompt_tokens_per_s):.0f}",
+         f"{median(guided.prompt_tokens_per_s):.0f}"),
         ("time to first token, median (ms)", f"{median(plain.ttft_ms):.1f}", f"{median(guided.ttft_ms):.1f}"),
-        ("mask time per token p50 / p99 (us)", "",
-         f"{median(guided.mask_p50):.0f} / {float(np.percentile(guided.mask_p99, 99)):.0f}"),
-        ("schema compile, Step schema (ms)", "", f"{step_compile_ms:.2f}"),
-        ("schema compile, all requests, median (ms)", "", f"{median(guided.compile_ms):.2f}"),
+        ("schema compile, median (ms)", "", f"{median(guided.compile_ms):.2f}"),
         ("schema-valid replies", f"{plain.valid}/{plain.total}", f"{guided.valid}/{guided.total}"),
         ("finished with stop", f"{plain.stopped}/{plain.total}", f"{guided.stopped}/{guided.total}"),
         ("valid among those that stopped", f"{plain.stopped_valid}/{plain.stopped}",
          f"{guided.stopped_valid}/{guided.stopped}"),
         ("server ready after start (s)", f"{ready_s:.2f}", ""),
     ]
-    width = max(len(r[0]) for r in rows)
-    lines = [f"| {'measure'.ljust(width)} | prompt-only | guided |", f"|{'-' * (width + 2)}|-------------|--------|"]
-    lines += [f"| {name.ljust(width)} | {plain_value:>11} | {guided_value:>6} |" for name, plain_value, guided_value in rows]
-    return "\n".join(lines)
+    return markdown_table(("measure", "unguided", "guided"), rows)
 
 
-def step_schema_compile_ms(client, model: str) -> float:
+def load_unbounded_cases(path: Path = UNBOUNDED_CASES) -> list[dict]:
+    """Schemas whose free-text strings have no maxLength, each with a prompt: `{"name", "prompt", "schema"}`."""
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+
+
+def termination(client, model: str, max_tokens: int, temperature: float, seeds: int) -> str:
+    """How many guided replies on unbounded-string schemas finish with `stop`, without and with each penalty."""
     from helpers.dialects import guided_json
 
-    reply = client.chat.completions.create(model=model, messages=messages_for(STEP_SCHEMA, TASKS[0][2]),
-                                           max_tokens=1, **guided_json("response_format", STEP_SCHEMA))
-    return reply.model_extra["timings"]["grammar_compile_ms"]
+    rows = []
+    chosen = load_unbounded_cases()
+    for name, penalty in PENALTIES.items():
+        stopped = stopped_valid = total = 0
+        lengths = []
+        for seed in range(seeds):
+            for case in chosen:
+                reply = client.chat.completions.create(
+                    model=model, messages=messages_for(case["schema"], case["prompt"]), seed=seed,
+                    temperature=temperature, max_tokens=max_tokens,
+                    **guided_json("response_format", case["schema"], case["name"]), **penalty)
+                stop = reply.choices[0].finish_reason == "stop"
+                total += 1
+                stopped += stop
+                stopped_valid += stop and is_valid(reply.choices[0].message.content, case["schema"])
+                lengths.append(reply.usage.completion_tokens)
+        rows.append((name, f"{stopped}/{total} ({stopped / total:.0%})", f"{stopped_valid}/{stopped}",
+                     f"{median(lengths):.0f}"))
+    return markdown_table(("penalty", "finished with stop", "valid among those that stopped",
+                           "output tokens, median"), rows)
+
+
+def settings_sweep(flash_attn: tuple[bool, ...] = (False, True), batches: tuple[int, ...] = (128, 512, 2048),
+                   prompt_threads: tuple[int, ...] = (1, 2), rounds: int = 4) -> str:
+    """llama.cpp settings side by side on the `--schema step` prompt: the median of `rounds` runs in ABBA order.
+
+    Per setting: uncached prompt evaluation, one decoded token, a batch of 8 tokens as fast-forward evaluates
+    it (on the decode thread), and how far that batch moves the logits from evaluating the same 8 tokens one by
+    one: 0 means fast-forward cannot change a reply.
+    """
+    from helpers.server.engine import DECODE_THREADS, Engine
+
+    grid = [(fa, batch, threads) for fa in flash_attn for batch in batches for threads in prompt_threads]
+    probe = Engine(n_ctx=4096)
+    prompt = probe.prompt_tokens(cases("step")[0].messages)
+    reply = probe.llm.tokenize(b'{"note": null, "thought": "Type the user name first.", "tool_call": {', add_bos=False)
+    del probe
+    samples: dict[tuple, list[tuple[float, ...]]] = {setting: [] for setting in grid}
+    for round_ in range(rounds):
+        for setting in grid if round_ % 2 == 0 else grid[::-1]:
+            fa, batch, threads = setting
+            engine = Engine(n_ctx=4096, n_threads=DECODE_THREADS, n_threads_batch=threads, flash_attn=fa, n_batch=batch)
+            started = time.perf_counter()
+            engine._load_prompt(prompt)
+            prompt_s = time.perf_counter() - started
+            one_by_one, started = [], time.perf_counter()
+            for token in reply[:8]:
+                engine.llm.eval([token])
+                one_by_one = engine._logits().copy()
+            single_ms = (time.perf_counter() - started) / 8 * 1000
+            engine.llm.n_tokens = len(prompt)
+            started = time.perf_counter()
+            engine.llm.eval(reply[:8])
+            batch_ms = (time.perf_counter() - started) / 8 * 1000
+            moved = float(np.max(np.abs(engine._logits() - one_by_one)))
+            samples[setting].append((len(prompt) / prompt_s, single_ms, batch_ms, moved))
+            del engine
+    rows = []
+    for (fa, batch, threads), values in samples.items():
+        tokens_per_s, single_ms, batch_ms, moved = np.median(values, axis=0)
+        rows.append(("on" if fa else "off", batch, threads, f"{tokens_per_s:.0f}", f"{single_ms:.2f}",
+                     f"{batch_ms:.2f}", f"{moved:.3f}"))
+    header = ("flash attention", "n_batch = n_ubatch", "prompt threads", f"prompt of {len(prompt)} tokens (tokens/s)",
+              "one token (ms)", "batch of 8, per token (ms)", "batch of 8 moves logits by")
+    return markdown_table(header, rows)
 
 
 def flood_request(url: str, seed: int, max_tokens: int, timeout: float) -> str:
     """One client of the flood: its HTTP status, or what went wrong when no answer came."""
-    body = json.dumps({"model": MODEL_ID, "messages": messages_for(STEP_SCHEMA, TASKS[seed % 2][2]), "seed": seed,
+    body = json.dumps({"model": MODEL_ID, "messages": messages_for(STEP_SCHEMA, STEP_TASKS[seed % 2]), "seed": seed,
                        "max_tokens": max_tokens, "temperature": 0.7}).encode()
     request = urllib.request.Request(url + "/chat/completions", data=body, headers={"Content-Type": "application/json"})
     opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
@@ -209,17 +356,32 @@ def main(argv: list[str] | None = None) -> None:
     from helpers.server.control import base_url, stop_server
 
     parser = argparse.ArgumentParser(prog="python -m helpers.server.bench", description=__doc__.splitlines()[0])
+    parser.add_argument("--schema", choices=SCHEMAS, default="step",
+                        help="the schema of the 4 tasks: the Holo3 Step, the answer contract, or the Step "
+                             "narrowed to each task's first screen (default step)")
     parser.add_argument("--trials", type=int, default=10, help="seeds per task and mode (4 tasks each)")
     parser.add_argument("--max-tokens", type=int, default=200)
     parser.add_argument("--port", type=int, default=8799, help="a free port for the benchmark's own server")
     parser.add_argument("--flood", type=int, default=0, metavar="N",
                         help="instead: N clients at once, each asking for 60 tokens; count the answers")
     parser.add_argument("--flood-timeout", type=float, default=300.0, help="seconds each flood client waits")
+    parser.add_argument("--termination", action="store_true",
+                        help=f"instead: guided replies on the schemas in {UNBOUNDED_CASES.name}, whose strings "
+                             "have no maxLength, without and with each penalty; count those that stop")
+    parser.add_argument("--temperature", type=float, default=0.0, help="with --termination (default 0: greedy)")
+    parser.add_argument("--settings", action="store_true",
+                        help="instead: llama.cpp settings (flash attention, batch size, prompt threads) side by "
+                             "side, on the model directly, no server")
     parser.add_argument("--threads", type=int, default=None, help="decode threads for the benchmark's server")
     parser.add_argument("--with-load", action="store_true",
                         help="with --flood: a second model server on --port + 1 decodes flat out meanwhile")
     args = parser.parse_args(argv)
+    if args.settings:
+        print(f"python -m helpers.server.bench --settings  (model {MODEL_ID}, median of 4 runs per setting, ABBA)")
+        print(settings_sweep())
+        return
     server_args = ("--threads", str(args.threads)) if args.threads else ()
+    threads = f" --threads {args.threads}" if args.threads else ""
     ready_s = startup_seconds(args.port, server_args)
     if args.flood:
         load_port = args.port + 1 if args.with_load else None
@@ -231,25 +393,36 @@ def main(argv: list[str] | None = None) -> None:
             stop_server(args.port)
             if load_port:
                 stop_server(load_port)
-        print(f"python -m helpers.server.bench --flood {args.flood}{' --with-load' if load_port else ''}  "
+        print(f"python -m helpers.server.bench --flood {args.flood}{' --with-load' if load_port else ''}{threads}  "
               f"(60 tokens each, model {MODEL_ID})")
         print(table)
         return
+    client = embedded_client(base_url(args.port))
+    if args.termination:
+        try:
+            table = termination(client, MODEL_ID, args.max_tokens, args.temperature, args.trials)
+        finally:
+            stop_server(args.port)
+        print(f"python -m helpers.server.bench --termination --trials {args.trials} --max-tokens {args.max_tokens} "
+              f"--temperature {args.temperature}{threads}  ({len(load_unbounded_cases())} schemas x {args.trials} "
+              f"seeds per penalty, model {MODEL_ID})")
+        print(table)
+        return
     try:
-        client = embedded_client(base_url(args.port))
-        compile_ms = step_schema_compile_ms(client, MODEL_ID)
+        chosen = cases(args.schema)
         plain, guided = ModeStats(), ModeStats()
-        # Each mode runs twice, in ABBA order, so drift in machine load hits both alike.
-        for mode_order in ((False, True), (True, False)):
-            for is_guided in mode_order:
-                part = run_mode(client, MODEL_ID, is_guided, max(1, args.trials // 2), args.max_tokens)
+        half = max(1, args.trials // 2)
+        # ABBA: unguided, guided, guided, unguided, each pass with its own seeds, so that drift in machine load
+        # hits both modes alike and every mode sees every seed.
+        for seeds, order in ((range(half), (False, True)), (range(half, 2 * half), (True, False))):
+            for is_guided in order:
+                part = run_mode(client, MODEL_ID, is_guided, chosen, seeds, args.max_tokens)
                 merge(guided if is_guided else plain, part)
     finally:
         stop_server(args.port)
-    threads = f" --threads {args.threads}" if args.threads else ""
-    print(f"python -m helpers.server.bench --trials {args.trials} --max-tokens {args.max_tokens}{threads}  "
-          f"({len(TASKS)} tasks x {args.trials} seeds per mode, model {MODEL_ID})")
-    print(report(guided, plain, ready_s, compile_ms))
+    print(f"python -m helpers.server.bench --schema {args.schema} --trials {2 * half} --max-tokens {args.max_tokens}"
+          f"{threads}  ({len(chosen)} tasks x {2 * half} seeds per mode, model {MODEL_ID})")
+    print(report(guided, plain, ready_s))
 
 
 def merge(into: ModeStats, part: ModeStats) -> None:

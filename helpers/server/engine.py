@@ -2,8 +2,14 @@
 
 One `Engine` owns one model. `prepare` checks a request and compiles its grammar
 (so every error is known before a byte is streamed); `run` waits for its turn in the
-request queue, because the model has a single KV cache, then decodes one token at a
-time, checking between tokens whether the client is still there and the deadline holds.
+request queue, because the model has a single KV cache, then decodes token by token,
+checking between tokens whether the client is still there and the deadline holds.
+
+Fast-forward: where the grammar allows exactly one token (a key, a comma, a `const`),
+there is nothing to choose, so the model is not asked. The token is taken, the matcher
+moves on, and the forced tokens are evaluated together with the next one the model
+does choose, in one batch. No random number is drawn for a forced token either way, so
+the reply is the one that step-by-step decoding gives for the same seed.
 """
 from __future__ import annotations
 
@@ -20,7 +26,7 @@ import numpy as np
 from helpers.server import MissingDependency
 from helpers.server.protocol import ChatRequest, RequestError
 from helpers.server.request_queue import RequestQueue
-from helpers.server.sampling import allowed_tokens, sample, top_candidates
+from helpers.server.sampling import Penalties, allowed_tokens, apply_mask, only_allowed, sample, top_candidates
 from helpers.server.stop_strings import StopScanner
 
 MODEL_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
@@ -33,6 +39,14 @@ DEFAULT_MAX_TOKENS = 1024
 # at a time, still gains from a second thread.
 DECODE_THREADS = 1
 BATCH_THREADS = max(1, min(4, os.cpu_count() or 1))
+# llama.cpp's flash-attention kernel computes a token's logits the same way whether it is evaluated alone or in a
+# batch of up to 63 tokens; the default kernel does not (a batch of 3 moved logits by up to 0.24, a batch of 8 by
+# up to 0.9, enough to change a greedy choice). Fast-forward batches stay under that size, so with flash attention
+# their output is token for token what step-by-step decoding gives.
+FLASH_ATTENTION = True
+FAST_FORWARD_LIMIT = 32
+# Tokens per prompt-evaluation batch (n_batch and n_ubatch alike).
+PROMPT_BATCH = 512
 
 
 class Cancelled(Exception):
@@ -58,6 +72,9 @@ class Job:
     matcher: Any | None
     compile_ms: float
     deadline: float | None = None  # time.monotonic() after which the reply ends, like max_tokens
+    # Off, every token is evaluated as soon as it is chosen: what a trace needs, since it shows the model's
+    # own candidates even where the grammar left no choice.
+    fast_forward: bool = True
 
     def past_deadline(self) -> bool:
         return self.deadline is not None and time.monotonic() > self.deadline
@@ -71,6 +88,33 @@ class Completion:
     completion_tokens: int
     timings: dict
     trace: list[dict] = field(default_factory=list)
+    tokens: list[int] = field(default_factory=list)
+
+
+@dataclass
+class Backlog:
+    """Tokens already chosen that the model has not evaluated yet.
+
+    A forced token needs no logits, so it can wait; the model catches up, all waiting tokens in one
+    batch, when it must choose again (`flush`) or when `limit` tokens wait. A limit of 1 is
+    step-by-step decoding.
+    """
+
+    evaluate: Callable[[list[int]], None]
+    limit: int
+    waiting: list[int] = field(default_factory=list)
+    batches: int = 0  # evaluations of more than one token: only fast-forward makes them
+
+    def add(self, token: int) -> None:
+        self.waiting.append(token)
+        if len(self.waiting) >= self.limit:
+            self.flush()
+
+    def flush(self) -> None:
+        if self.waiting:
+            self.evaluate(self.waiting)
+            self.batches += len(self.waiting) > 1
+            self.waiting = []
 
 
 def unsatisfiable(request: ChatRequest, detail: str) -> RequestError:
@@ -84,7 +128,8 @@ def unsatisfiable(request: ChatRequest, detail: str) -> RequestError:
 
 class Engine:
     def __init__(self, path: Path | None = None, n_ctx: int = CONTEXT_TOKENS, n_threads: int = DECODE_THREADS,
-                 n_threads_batch: int = BATCH_THREADS, queue: RequestQueue | None = None):
+                 n_threads_batch: int = BATCH_THREADS, queue: RequestQueue | None = None,
+                 flash_attn: bool = FLASH_ATTENTION, n_batch: int = PROMPT_BATCH):
         try:
             import llama_cpp
             from llama_cpp.llama_chat_format import Jinja2ChatFormatter
@@ -93,7 +138,9 @@ class Engine:
             raise MissingDependency(f"the embedded model needs llama-cpp-python and llguidance ({exc}): "
                                     "run `pip install -r requirements.txt`") from exc
         self.llm = llama_cpp.Llama(str(path or model_path()), n_ctx=n_ctx, n_threads=n_threads,
-                                   n_threads_batch=n_threads_batch, verbose=False)
+                                   n_threads_batch=n_threads_batch, flash_attn=flash_attn, n_batch=n_batch,
+                                   n_ubatch=n_batch, verbose=False)
+        self.n_threads, self.n_threads_batch = n_threads, n_threads_batch
         self.vocab_size = self.llm.n_vocab()
         self.eos = self.llm.token_eos()
         self.end_of_generation = {t for t in range(self.vocab_size) if llama_cpp.llama_vocab_is_eog(self.llm._model.vocab, t)}
@@ -127,7 +174,7 @@ class Engine:
         matcher = compile_matcher(request.constraint, self.tokenizer) if request.constraint else None
         compile_ms = (time.perf_counter() - started) * 1000 if matcher else 0.0
         max_tokens = request.max_tokens or min(DEFAULT_MAX_TOKENS, room)
-        return Job(request, tokens, max_tokens, matcher, compile_ms, deadline)
+        return Job(request, tokens, max_tokens, matcher, compile_ms, deadline, fast_forward=not request.trace)
 
     def run(self, job: Job, on_text: Callable[[str], None] | None = None,
             client_gone: Callable[[], bool] = lambda: False) -> Completion:
@@ -142,57 +189,91 @@ class Engine:
         with self.queue.turn(should_leave):
             return self._decode(job, on_text or (lambda piece: None), client_gone)
 
-    def _load_prompt(self, tokens: list[int]) -> None:
-        # Reuse the cached prefix (an agent loop resends a growing conversation), but always
-        # evaluate at least the last prompt token so fresh logits exist.
+    def _load_prompt(self, tokens: list[int]) -> int:
+        """Evaluate what the model has not seen of `tokens`; return how many tokens that was.
+
+        Reuses the cached prefix (an agent loop resends a growing conversation), but always
+        evaluates at least the last prompt token so fresh logits exist.
+        """
         cached = self.llm.input_ids[: self.llm.n_tokens]
         common = 0
         limit = min(len(cached), len(tokens) - 1)
         while common < limit and cached[common] == tokens[common]:
             common += 1
         self.llm.n_tokens = common
-        self.llm.eval(tokens[common:])
+        # Only the prompt gains from a second thread: a fast-forward batch is a few tokens, and more threads
+        # there would bring back the stalls under load that DECODE_THREADS avoids.
+        self._set_threads(self.n_threads_batch)
+        try:
+            self.llm.eval(tokens[common:])
+        finally:
+            self._set_threads(self.n_threads)
+        return len(tokens) - common
+
+    def _set_threads(self, batch_threads: int) -> None:
+        import llama_cpp
+
+        llama_cpp.llama_set_n_threads(self.llm._ctx.ctx, self.n_threads, batch_threads)
 
     def _logits(self) -> np.ndarray:
+        """The last evaluated token's logits, in llama.cpp's own buffer: free to change, the next eval rewrites it."""
         pointer = self.llm._ctx.get_logits_ith(-1)
-        return np.ctypeslib.as_array(pointer, shape=(self.vocab_size,)).copy()
+        return np.ctypeslib.as_array(pointer, shape=(self.vocab_size,))
 
     def _decode(self, job: Job, on_text: Callable[[str], None], client_gone: Callable[[], bool]) -> Completion:
         from llguidance.numpy import allocate_token_bitmask, fill_next_token_bitmask
 
         request, matcher = job.request, job.matcher
         rng = np.random.default_rng(request.seed)
+        penalties = Penalties(request.frequency_penalty, request.presence_penalty, request.repetition_penalty,
+                              job.prompt_tokens)
         bitmask = allocate_token_bitmask(1, self.vocab_size)
         decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
         scanner = StopScanner(request.stop)
+        backlog = Backlog(self.llm.eval, FAST_FORWARD_LIMIT if job.fast_forward else 1)
         mask_us: list[float] = []
-        forced, generated, trace = 0, 0, []
+        tokens: list[int] = []
+        trace: list[dict] = []
+        forced_count = 0
         finish_reason = "length"
         started = time.perf_counter()
-        self._load_prompt(job.prompt_tokens)
+        prompt_evaluated = self._load_prompt(job.prompt_tokens)
+        prompt_ms = (time.perf_counter() - started) * 1000
         first_token_at = None
-        while generated < job.max_tokens and not job.past_deadline():
+        while len(tokens) < job.max_tokens and not job.past_deadline():
             if client_gone():
                 raise Cancelled("the client disconnected")
-            logits = self._logits()
-            raw_logits = logits.copy() if request.trace else None
-            allowed_count = self.vocab_size
+            mask_started, forced = time.perf_counter(), None
             if matcher is not None:
-                mask_started = time.perf_counter()
                 fill_next_token_bitmask(matcher, bitmask, 0)
-                allowed = allowed_tokens(bitmask[0], self.vocab_size)
-                logits[~allowed] = -np.inf
-                mask_us.append((time.perf_counter() - mask_started) * 1e6)
-                allowed_count = int(np.count_nonzero(allowed))
-                forced += allowed_count == 1
-            token = sample(logits, request.temperature, request.top_p, rng)
+                forced = only_allowed(bitmask[0])
+                if forced is None and not bitmask.any():
+                    raise unsatisfiable(request, matcher.get_error())
+            mask_s = time.perf_counter() - mask_started
+            token = forced
+            if forced is None or request.trace:  # the model's logits are needed: it must catch up first
+                backlog.flush()
+                logits = self._logits()
+                penalties.apply(logits)  # before the mask, which always has the last word
+                raw_logits = logits.copy() if request.trace else None
+                if matcher is not None:
+                    apply_started = time.perf_counter()
+                    apply_mask(logits, bitmask[0])
+                    mask_s += time.perf_counter() - apply_started
+                if forced is None:  # a forced token draws no random number: fast-forward and step-by-step agree
+                    token = sample(logits, request.temperature, request.top_p, rng)
+                if request.trace:
+                    trace.append(self._trace_step(token, bitmask[0] if matcher is not None else None,
+                                                  raw_logits, logits))
+            if matcher is not None:
+                mask_us.append(mask_s * 1e6)
+                forced_count += forced is not None
             first_token_at = first_token_at or time.perf_counter()
-            if request.trace:
-                trace.append(self._trace_step(token, allowed_count, raw_logits, logits))
             if token in self.end_of_generation:
                 finish_reason = "stop"
                 break
-            generated += 1
+            tokens.append(token)
+            penalties.record(token)
             if matcher is not None and not matcher.consume_token(token):
                 raise unsatisfiable(request, matcher.get_error())
             piece = scanner.feed(decoder.decode(self.llm.detokenize([token])))
@@ -201,7 +282,7 @@ class Engine:
             if scanner.stopped or (matcher is not None and matcher.is_stopped()):
                 finish_reason = "stop"
                 break
-            self.llm.eval([token])
+            backlog.add(token)
         tail = scanner.feed(decoder.decode(b"", final=True)) + scanner.flush()
         if tail:
             on_text(tail)
@@ -209,19 +290,23 @@ class Engine:
         first_token_at = first_token_at or ended
         timings = {
             "grammar_compile_ms": round(job.compile_ms, 3),
+            "prompt_eval_ms": round(prompt_ms, 3),
+            "prompt_tokens_evaluated": prompt_evaluated,
             "time_to_first_token_ms": round((first_token_at - started) * 1000, 3),
             "decode_ms": round((ended - first_token_at) * 1000, 3),
             "mask_us_per_token_p50": round(float(np.percentile(mask_us, 50)), 1) if mask_us else None,
             "mask_us_per_token_p99": round(float(np.percentile(mask_us, 99)), 1) if mask_us else None,
-            "forced_tokens": forced,
+            "forced_tokens": forced_count,
+            "fast_forward_batches": backlog.batches,
         }
-        return Completion(scanner.text, finish_reason, len(job.prompt_tokens), generated, timings, trace)
+        return Completion(scanner.text, finish_reason, len(job.prompt_tokens), len(tokens), timings, trace, tokens)
 
-    def _trace_step(self, token: int, allowed_count: int, before: np.ndarray, after: np.ndarray) -> dict:
+    def _trace_step(self, token: int, bitmask: np.ndarray | None, before: np.ndarray, after: np.ndarray) -> dict:
         def named(pairs: list[tuple[int, float]]) -> list[list]:
             return [[self.token_text(t), round(p, 4)] for t, p in pairs if p > 0]
 
-        return {"token": self.token_text(token), "allowed": allowed_count,
+        allowed = self.vocab_size if bitmask is None else int(np.count_nonzero(allowed_tokens(bitmask, self.vocab_size)))
+        return {"token": self.token_text(token), "allowed": allowed, "forced": allowed == 1,
                 "top_before_mask": named(top_candidates(before)), "top_after_mask": named(top_candidates(after))}
 
     def token_text(self, token: int) -> str:

@@ -22,6 +22,7 @@ from pydantic import (
     StrictFloat,
     StrictInt,
     StrictStr,
+    TypeAdapter,
     ValidationError,
     create_model,
     model_validator,
@@ -36,6 +37,8 @@ IMAGE_PLACEHOLDER = "[image omitted: the embedded model reads text only]"
 MAX_STOP_STRINGS = 4
 MAX_SEED = 2**63 - 1
 MAX_DEADLINE_S = 3600.0
+# OpenAI's range for frequency_penalty and presence_penalty; vLLM only asks that repetition_penalty be positive.
+PENALTY_RANGE = 2.0
 
 # OpenAI chat-completions parameters this server knows but does not implement: refused by name unless
 # they hold their default. Identity fields (user, metadata, ...) change nothing about the reply and are accepted.
@@ -50,9 +53,6 @@ NOT_IMPLEMENTED: dict[str, tuple[Any, str]] = {
     "logprobs": (False, "logprobs are not implemented by this server"),
     "top_logprobs": (None, "logprobs are not implemented by this server"),
     "logit_bias": (None, "logit_bias is not implemented by this server"),
-    "frequency_penalty": (0, "frequency_penalty is not implemented by this server"),
-    "presence_penalty": (0, "presence_penalty is not implemented by this server"),
-    "repetition_penalty": (1, "repetition_penalty (a vLLM extension) is not implemented by this server"),
     "top_k": (None, "top_k (a vLLM extension) is not implemented by this server"),
     "min_p": (None, "min_p (a vLLM extension) is not implemented by this server"),
     "guided_decoding_backend": (None, "guided_decoding_backend (a vLLM extension) is not implemented: this "
@@ -158,6 +158,10 @@ class StreamOptions(_Closed):
     include_usage: StrictBool | None = None
 
 
+RepetitionPenalty = Annotated[StrictFloat, Field(gt=0, allow_inf_nan=False)]
+_repetition_penalty = TypeAdapter(RepetitionPenalty)
+
+
 GuidedFields = create_model("GuidedFields", __config__=ConfigDict(extra="forbid"),
                             **{name: (Any, None) for name in BODY_FIELDS})
 
@@ -173,6 +177,9 @@ class ChatCompletionRequest(GuidedFields):
     temperature: StrictFloat | None = Field(None, ge=0, le=2)
     top_p: StrictFloat | None = Field(None, ge=0, le=1)
     seed: StrictInt | None = Field(None, ge=0, le=MAX_SEED)
+    frequency_penalty: StrictFloat | None = Field(None, ge=-PENALTY_RANGE, le=PENALTY_RANGE, allow_inf_nan=False)
+    presence_penalty: StrictFloat | None = Field(None, ge=-PENALTY_RANGE, le=PENALTY_RANGE, allow_inf_nan=False)
+    repetition_penalty: RepetitionPenalty | None = None
     max_tokens: StrictInt | None = Field(None, ge=1)
     max_completion_tokens: StrictInt | None = Field(None, ge=1)
     stop: Annotated[list[Annotated[StrictStr, Field(min_length=1)]] | None,
@@ -206,6 +213,20 @@ class ChatCompletionRequest(GuidedFields):
     def guided_fields(self) -> dict[str, Any]:
         return {name: getattr(self, name) for name in BODY_FIELDS if getattr(self, name) is not None}
 
+    def repetition(self) -> float:
+        """repetition_penalty, read at the top level (vLLM) or inside nvext (NIM), never both."""
+        nested = self.nvext.get("repetition_penalty") if isinstance(self.nvext, dict) else None
+        if nested is None:
+            return 1.0 if self.repetition_penalty is None else float(self.repetition_penalty)
+        if self.repetition_penalty is not None:
+            raise RequestError("repetition_penalty is given twice, at the top level and in nvext; send one",
+                               "nvext.repetition_penalty", "conflicting_parameters")
+        try:
+            return float(_repetition_penalty.validate_python(nested))
+        except ValidationError as exc:
+            raise RequestError(f"nvext.repetition_penalty: {exc.errors(include_url=False)[0]['msg']}, got "
+                               f"{_short(nested)}", "nvext.repetition_penalty") from None
+
 
 @dataclass
 class ChatRequest:
@@ -218,6 +239,9 @@ class ChatRequest:
     top_p: float = 1.0
     seed: int | None = None
     max_tokens: int | None = None
+    frequency_penalty: float = 0.0
+    presence_penalty: float = 0.0
+    repetition_penalty: float = 1.0
     stop: tuple[str, ...] = ()
     stream: bool = False
     include_usage: bool = False
@@ -291,6 +315,9 @@ def parse_chat_request(body: dict, served_models: list[str]) -> ChatRequest:
         top_p=1.0 if request.top_p is None else float(request.top_p),
         seed=request.seed,
         max_tokens=request.token_limit,
+        frequency_penalty=float(request.frequency_penalty or 0.0),
+        presence_penalty=float(request.presence_penalty or 0.0),
+        repetition_penalty=request.repetition(),
         stop=tuple(request.stop or ()),
         stream=bool(request.stream),
         include_usage=bool(request.stream_options and request.stream_options.include_usage),

@@ -8,7 +8,8 @@ from helpers.server import MODEL_ID
 from helpers.server.protocol import NOT_IMPLEMENTED
 
 FIELDS = ["model", "messages", "temperature", "top_p", "seed", "max_tokens", "max_completion_tokens", "stop",
-          "stream", "stream_options", "user", "metadata", "x_trace", "x_deadline_s", *BODY_FIELDS, *NOT_IMPLEMENTED,
+          "stream", "stream_options", "user", "metadata", "x_trace", "x_deadline_s", "frequency_penalty",
+          "presence_penalty", "repetition_penalty", *BODY_FIELDS, *NOT_IMPLEMENTED,
           "role", "content", "type", "json", "guided_json", "schema", "json_schema", "text", "image_url"]
 
 odd_text = st.text(st.characters(codec="utf-8"), max_size=12) | st.sampled_from(
@@ -31,11 +32,14 @@ plausible = {
     "seed": st.integers(0, 2**63 - 1) | numbers, "max_tokens": st.integers(1, 10**6) | numbers,
     "stop": odd_text | st.lists(odd_text, max_size=5), "stream": st.booleans() | any_json,
     "x_trace": st.booleans() | any_json, "x_deadline_s": numbers,
+    "frequency_penalty": st.floats(-2, 2) | numbers, "presence_penalty": st.floats(-2, 2) | numbers,
+    "repetition_penalty": st.floats(0, 3) | numbers,
     "guided_json": st.just({"type": "object"}) | any_json,
     "guided_choice": st.lists(odd_text, max_size=3) | any_json, "guided_regex": odd_text | any_json,
     "structured_outputs": st.dictionaries(st.sampled_from(["json", "choice", "regex", "grammar", "jsn"]), any_json,
                                           max_size=2),
-    "nvext": st.dictionaries(st.sampled_from(["guided_json", "guided_choice", "top_k", "guided_jsn"]), any_json,
+    "nvext": st.dictionaries(st.sampled_from(["guided_json", "guided_choice", "top_k", "guided_jsn",
+                                                             "repetition_penalty"]), any_json,
                              max_size=2),
     "response_format": st.fixed_dictionaries({"type": st.sampled_from(["text", "json_object", "json_schema", "x"])},
                                              optional={"json_schema": any_json, "schema": any_json}),

@@ -148,9 +148,12 @@ def test_usage_and_timings_are_reported(client, model):
     reply = ask(client, model, guided_json("response_format", TASK_SCHEMA), 2)
     assert reply.usage.prompt_tokens > 20 and reply.usage.completion_tokens > 5
     timings = reply.model_extra["timings"]
-    assert set(timings) == {"grammar_compile_ms", "time_to_first_token_ms", "decode_ms",
-                            "mask_us_per_token_p50", "mask_us_per_token_p99", "forced_tokens"}
+    assert set(timings) == {"grammar_compile_ms", "prompt_eval_ms", "prompt_tokens_evaluated", "time_to_first_token_ms",
+                            "decode_ms", "mask_us_per_token_p50", "mask_us_per_token_p99", "forced_tokens",
+                            "fast_forward_batches"}
     assert timings["forced_tokens"] > 0 and timings["mask_us_per_token_p50"] > 0
+    assert 0 < timings["fast_forward_batches"] < timings["forced_tokens"]
+    assert 0 < timings["prompt_tokens_evaluated"] <= reply.usage.prompt_tokens
 
 
 def test_image_parts_are_accepted(client, model):
@@ -196,7 +199,7 @@ BAD_BODIES = [
     (json.dumps({"model": MODEL_ID, "messages": [{"role": "user", "content": "x"}],
                  "guided_jsn": {"type": "object"}}).encode(), "unknown_parameter"),
     (json.dumps({"model": MODEL_ID, "messages": [{"role": "user", "content": "x"}],
-                 "nvext": {"guided_json": {"type": "object"}, "repetition_penalty": 1.3}}).encode(),
+                 "nvext": {"guided_json": {"type": "object"}, "top_k": 5}}).encode(),
      "unsupported_parameter"),
     # The first byte of U+4232B (0xF1) has no token in this vocabulary: the grammar can never be satisfied.
     (json.dumps({"model": MODEL_ID, "messages": [{"role": "user", "content": "x"}], "max_tokens": 5,
@@ -233,6 +236,26 @@ def test_health_and_models(server_url, client, model):
     with urllib.request.urlopen(server_url.replace("/v1", "/health"), timeout=10) as response:
         assert json.loads(response.read())["status"] == "ok"
     assert [m.id for m in client.models.list().data] == [model]
+
+
+def test_a_traced_reply_is_the_reply_without_a_trace(server_url, model):
+    body = {"model": model, "messages": MESSAGES, "max_tokens": 80, "temperature": 0.8, "seed": 4,
+            "guided_json": TASK_SCHEMA}
+    traced = post(server_url, json.dumps({**body, "x_trace": True}).encode())[1]
+    plain = post(server_url, json.dumps(body).encode())[1]
+    assert traced["choices"][0]["message"]["content"] == plain["choices"][0]["message"]["content"]
+    assert "".join(step["token"] for step in traced["trace"]) == plain["choices"][0]["message"]["content"]
+    assert sum(step["forced"] for step in traced["trace"]) == plain["timings"]["forced_tokens"]
+
+
+def test_penalties_are_accepted_in_every_spelling_and_keep_the_reply_valid(client, model):
+    for extra in ({"frequency_penalty": 0.8, "presence_penalty": 0.5}, {"extra_body": {"repetition_penalty": 1.3}},
+                  {"extra_body": {"nvext": {"guided_json": TASK_SCHEMA, "repetition_penalty": 1.3}}}):
+        fields = {} if "nvext" in extra.get("extra_body", {}) else guided_json("response_format", TASK_SCHEMA)
+        reply = ask(client, model, fields, 7, temperature=0, **extra)
+        assert reply.choices[0].message.content.startswith("{")
+        if reply.choices[0].finish_reason == "stop":
+            jsonschema.validate(json.loads(reply.choices[0].message.content), TASK_SCHEMA)
 
 
 def test_trace_shows_the_mask_at_work(server_url, model):

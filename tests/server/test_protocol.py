@@ -28,6 +28,22 @@ def test_sampling_fields_are_read():
             parsed.include_usage) == (0.0, 0.9, 7, 12, ("END",), True, True)
 
 
+def test_penalties_default_to_none_at_all():
+    parsed = parse_chat_request(request(), MODELS)
+    assert (parsed.frequency_penalty, parsed.presence_penalty, parsed.repetition_penalty) == (0.0, 0.0, 1.0)
+
+
+def test_penalties_are_read_with_openai_and_vllm_spellings():
+    parsed = parse_chat_request(request(frequency_penalty=0.5, presence_penalty=-2, repetition_penalty=1.3), MODELS)
+    assert (parsed.frequency_penalty, parsed.presence_penalty, parsed.repetition_penalty) == (0.5, -2.0, 1.3)
+
+
+def test_nim_spells_repetition_penalty_inside_nvext_beside_the_constraint():
+    schema = {"type": "object"}
+    parsed = parse_chat_request(request(nvext={"guided_json": schema, "repetition_penalty": 1.2}), MODELS)
+    assert parsed.repetition_penalty == 1.2 and parsed.constraint.value == schema
+
+
 def test_max_completion_tokens_is_the_newer_name_for_max_tokens():
     assert parse_chat_request(request(max_completion_tokens=5), MODELS).max_tokens == 5
 
@@ -88,8 +104,15 @@ def test_malformed_bodies_are_400s(raw):
     (request(tools=[{"type": "function"}]), "tools", "unsupported_parameter"),
     (request(logprobs=True), "logprobs", "unsupported_parameter"),
     (request(n=True), "n", "unsupported_parameter"),
-    (request(frequency_penalty=0.5), "frequency_penalty", "unsupported_parameter"),
-    (request(repetition_penalty=1.2), "repetition_penalty", "unsupported_parameter"),
+    (request(frequency_penalty=2.5), "frequency_penalty", None),
+    (request(presence_penalty=-2.1), "presence_penalty", None),
+    (request(presence_penalty="0.5"), "presence_penalty", None),
+    (request(repetition_penalty=0), "repetition_penalty", None),
+    (request(repetition_penalty=1e400), "repetition_penalty", None),
+    (request(nvext={"repetition_penalty": -1.0}), "nvext.repetition_penalty", None),
+    (request(nvext={"repetition_penalty": "high"}), "nvext.repetition_penalty", None),
+    (request(repetition_penalty=1.1, nvext={"repetition_penalty": 1.1}), "nvext.repetition_penalty",
+     "conflicting_parameters"),
     (request(store=True), "store", "unsupported_parameter"),
     (request(temprature=0.5), "temprature", "unknown_parameter"),
     (request(guided_jsn={"type": "object"}), "guided_jsn", "unknown_parameter"),

@@ -1,0 +1,103 @@
+"""Fast-forward on the real model: forced tokens skip the model's choice, never change the reply.
+
+Each case decodes the same request twice on one engine, once step by step (every token evaluated as
+soon as it is chosen) and once fast-forwarded (forced tokens wait and are evaluated in a batch with the
+next chosen one), and compares the token ids. Both runs start from the same cache state: the prompt
+fully cached, so only its last token is evaluated again.
+"""
+import dataclasses
+
+import pytest
+
+from helpers.contract import ANSWER_JSON_SCHEMA
+from helpers.server import MODEL_ID
+from helpers.server.bench import cases as bench_cases
+from helpers.server.bench import messages_for
+from helpers.server.protocol import parse_chat_request
+
+pytestmark = [pytest.mark.integration,
+              pytest.mark.filterwarnings("ignore:llama_token_get_attr is deprecated:DeprecationWarning")]
+
+CONST_SCHEMA = {"type": "object", "additionalProperties": False, "required": ["tool_name", "element", "x", "y"],
+                "properties": {"tool_name": {"const": "click"},
+                               "element": {"enum": ["Sign in button at the bottom right", "Username field"]},
+                               "x": {"const": 932}, "y": {"const": 880}}}
+
+
+@pytest.fixture(scope="module")
+def engine():
+    from helpers.server.engine import Engine
+
+    return Engine(n_ctx=4096)
+
+
+def cases():
+    for name in ("step", "per-screen"):
+        first = bench_cases(name)[0]
+        yield name, first.schema, first.messages
+    yield "answer", ANSWER_JSON_SCHEMA, messages_for(ANSWER_JSON_SCHEMA, "Question: When does the library open?")
+    yield "consts", CONST_SCHEMA, messages_for(CONST_SCHEMA, "Click the sign-in button.")
+
+
+CASES = {name: (schema, messages) for name, schema, messages in cases()}
+
+
+def decode(engine, messages, schema, fast_forward, **sampling):
+    body = {"model": MODEL_ID, "messages": messages, "max_tokens": 120,
+            "response_format": {"type": "json_schema", "json_schema": {"name": "case", "schema": schema}}, **sampling}
+    job = engine.prepare(parse_chat_request(body, [MODEL_ID]))
+    engine.run(dataclasses.replace(job, max_tokens=1, matcher=None))  # the same cache state for both runs
+    return engine.run(dataclasses.replace(job, fast_forward=fast_forward))
+
+
+@pytest.mark.parametrize("name", CASES)
+@pytest.mark.parametrize("sampling", [{"temperature": 0.0}, {"temperature": 0.8, "seed": 3},
+                                      {"temperature": 1.0, "top_p": 0.9, "seed": 11}],
+                         ids=["greedy", "t0.8", "t1-top_p"])
+def test_fast_forward_gives_the_step_by_step_reply_token_for_token(engine, name, sampling):
+    schema, messages = CASES[name]
+    step = decode(engine, messages, schema, False, **sampling)
+    fast = decode(engine, messages, schema, True, **sampling)
+    assert fast.tokens == step.tokens
+    assert (fast.text, fast.finish_reason) == (step.text, step.finish_reason)
+    assert fast.timings["forced_tokens"] == step.timings["forced_tokens"] > 0
+    assert step.timings["fast_forward_batches"] == 0
+
+
+def test_forced_runs_are_evaluated_in_batches(engine):
+    schema, messages = CASES["consts"]
+    fast = decode(engine, messages, schema, True, temperature=0.0)
+    assert fast.finish_reason == "stop"
+    # '{"tool_name": "click", "element": "' is all forced: it and the other const runs go in a few batches.
+    assert fast.timings["forced_tokens"] > 10
+    assert 0 < fast.timings["fast_forward_batches"] < fast.timings["forced_tokens"]
+
+
+def test_a_trace_lists_every_token_and_marks_the_forced_ones(engine):
+    schema, messages = CASES["consts"]
+    body = {"model": MODEL_ID, "messages": messages, "max_tokens": 60, "temperature": 0.0, "x_trace": True,
+            "response_format": {"type": "json_schema", "json_schema": {"name": "case", "schema": schema}}}
+    traced = engine.run(engine.prepare(parse_chat_request(body, [MODEL_ID])))
+    assert [step["token"] for step in traced.trace] == [engine.token_text(t) for t in traced.tokens]
+    assert sum(step["forced"] for step in traced.trace) == traced.timings["forced_tokens"]
+    assert all(step["forced"] == (step["allowed"] == 1) for step in traced.trace)
+    assert all(step["top_before_mask"] for step in traced.trace)  # the model's view, even where it had no say
+
+
+def test_a_penalty_changes_the_greedy_reply_but_never_its_validity(engine):
+    import json
+    from collections import Counter
+
+    import jsonschema
+
+    schema = {"type": "object", "additionalProperties": False, "required": ["story"],
+              "properties": {"story": {"type": "string"}}}
+    messages = messages_for(schema, "Write the word mug ten times.")
+    plain = decode(engine, messages, schema, True, temperature=0.0)
+    assert max(Counter(plain.tokens).values()) >= 5  # greedy repeats itself: what a penalty is for
+    for penalty in ({"frequency_penalty": 2.0}, {"presence_penalty": 2.0}, {"repetition_penalty": 1.5}):
+        penalised = decode(engine, messages, schema, True, temperature=0.0, **penalty)
+        assert penalised.tokens != plain.tokens, penalty
+        assert penalised.text.startswith('{"story": "')
+        if penalised.finish_reason == "stop":
+            jsonschema.validate(json.loads(penalised.text), schema)
