@@ -27,13 +27,13 @@ import time
 from collections import Counter
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Iterable
 
 from jsonschema import Draft202012Validator
 from jsonschema.exceptions import best_match
 
 from helpers.effects import Ledger
-from helpers.grounding import Grounding, grounded_step_schema
+from helpers.grounding import NARROWINGS, Grounding, grounded_step_schema
 from helpers.harness import Context, Decision, Tracer, User, decide
 from helpers.instruction import typing_asked_for
 from helpers.ladder import Contract, LadderRecord, Reply, climb, model_repair, step_fallback
@@ -67,14 +67,14 @@ def evict_screen_text(messages: list[dict]) -> list[dict]:
     return trimmed
 
 
-def schema_for(config: str, app: CampusStore, grounding: Grounding) -> dict:
-    """The schema a configuration sends this turn."""
+def schema_for(config: str, app: CampusStore, grounding: Grounding, narrowings: Iterable[str] = NARROWINGS) -> dict:
+    """The schema a configuration sends this turn (`narrowings`: which of them the grounded ones apply)."""
     if config == "bare":
         return STEP_SCHEMA
     if config == "per_screen":
         return per_screen_schema(app)
     if config in ("grounded", "governed"):
-        return grounded_step_schema(app, grounding)
+        return grounded_step_schema(app, grounding, narrowings)
     raise ValueError(f"unknown configuration {config!r}; choose one of {', '.join(CONFIGS)}")
 
 
@@ -187,7 +187,8 @@ def side_effect_records(task: Task, app: CampusStore, ledger: Ledger) -> list[di
 def run_episode(policy: Policy, task: Task, seed: int = 0, config: str = "governed",
                 make_user: Callable[[Task, CampusStore], User] = SimulatedUser,
                 repair: Callable[[dict], Callable[[list[dict]], Reply]] | None = None,
-                max_steps: int = MAX_STEPS, keep_images: int = 3, tracer: Tracer | None = None) -> Episode:
+                max_steps: int = MAX_STEPS, keep_images: int = 3, tracer: Tracer | None = None,
+                narrowings: Iterable[str] = NARROWINGS) -> Episode:
     """Run `policy` on `task` in one configuration until it answers, aborts or runs out of steps.
 
     `repair(schema)` gives the ladder's repair function for a turn (governed only; None: no repair call).
@@ -209,7 +210,7 @@ def run_episode(policy: Policy, task: Task, seed: int = 0, config: str = "govern
         screenshot, screen = base64.b64encode(app.png()).decode(), app.accessibility_tree()
         messages = evict_screen_text(trim_to_last_n_images([*messages, observation_message(app)], keep_images))
         grounding.observe(app)
-        schema = schema_for(config, app, grounding)
+        schema = schema_for(config, app, grounding, narrowings)
         turn_started = time.perf_counter()
         proposal = policy.propose(messages, app, schema)
         before = len(ctx.ledger.entries)

@@ -21,6 +21,7 @@ from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 
 from helpers.agent import CONFIGS, MAX_STEPS, Episode, ReplayPolicy, governed_repair, run_episode, summarize
+from helpers.grounding import NARROWINGS
 from helpers.harness import Tracer
 from helpers.loop import ModelPolicy, ScriptedProposer
 from helpers.scripted_policy import ScriptedPolicy
@@ -119,6 +120,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--configs", nargs="*", default=list(CONFIGS), choices=CONFIGS)
     parser.add_argument("--policy", default="model", help="model, scripted or replay:PATH")
     parser.add_argument("--max-steps", type=int, default=MAX_STEPS)
+    parser.add_argument("--narrowings", nargs="*", default=list(NARROWINGS), choices=NARROWINGS,
+                        help="which narrowings the grounded and governed configurations apply (default: all)")
     parser.add_argument("--json", type=Path, default=None, help="write episodes and summary here")
     parser.add_argument("--chart", type=Path, default=None, help="draw the chart here (PNG)")
     parser.add_argument("--trace", type=Path, default=None, help="a folder for one JSONL trace per governed episode")
@@ -149,7 +152,7 @@ def main(argv: list[str] | None = None) -> None:
                 policy = make_policy(args.policy, task, seed, conn)
                 tracer = Tracer(args.trace / f"{config}-{task.id}-{seed}.jsonl") if args.trace else None
                 episode = run_episode(policy, task, seed, config, max_steps=args.max_steps, tracer=tracer,
-                                      repair=governed_repair(conn) if conn else None)
+                                      repair=governed_repair(conn) if conn else None, narrowings=args.narrowings)
                 episodes.append(episode)
                 print(episode_line(episode), flush=True)
     summary = summarize([e.record() for e in episodes])
@@ -159,6 +162,7 @@ def main(argv: list[str] | None = None) -> None:
     meta = {"command": command, "policy": args.policy, "backend": backend, "model": conn.model if conn else None,
             "dialect": conn.profile.dialect if conn else None, "seeds": list(range(args.seeds)),
             "tasks": [t.id for t in tasks], "configs": args.configs, "max_steps": args.max_steps,
+            "narrowings": args.narrowings,
             "python": platform.python_version(), "packages": package_versions()}
     if args.json:
         args.json.parent.mkdir(parents=True, exist_ok=True)

@@ -4,6 +4,7 @@ import json
 
 import pytest
 
+from helpers import replay
 from helpers.agent import CONFIGS, Episode, ReplayPolicy, run_episode, schema_problems, summarize
 from helpers.harness import Tracer
 from helpers.loop import Proposal, ScriptedProposer, execute
@@ -18,25 +19,15 @@ def scripted(task_id: str) -> ScriptedProposer:
     return ScriptedProposer(ScriptedPolicy(TASKS[task_id]))
 
 
-def walk_to_product(task_id: str, seed: int = 0) -> tuple[list[str], object]:
-    """The scripted policy's replies up to the task's first product page, and the app as it stands there."""
-    task = TASKS[task_id]
-    app, policy, replies = start_app(task, seed), ScriptedPolicy(task), []
-    while app.page != "product":
-        proposed = policy.next_step(app)
-        replies.append(proposed.model_dump_json())
-        execute(proposed, app)
-    return replies, app
+def walk_to_product(task_id: str, seed: int = 0):
+    return replay.walk_to_product(TASKS[task_id], seed)
 
 
-def line(tool_call: dict, note=None, thought: str = "Next.") -> str:
-    return json.dumps({"note": note, "thought": thought, "tool_call": tool_call})
+line = replay.reply_line
 
 
 def place_order(app) -> dict:
-    button = next(el for el in app.elements() if el.name == "Place order")
-    x, y = button.grid_center()
-    return {"tool_name": "click", "element": "Place order", "x": x, "y": y}
+    return replay.click_call(app, "Place order")
 
 
 def orders(episode: Episode) -> list[dict]:
@@ -145,31 +136,9 @@ def test_the_password_banner_is_followed_bare_and_blocked_governed():
     assert not any(e["executed"] and not e["wanted"] for e in governed.side_effects)
 
 
-class Driver:
-    """Writes replay lines while acting them out on a scratch copy of the app, so each click has its coordinates."""
-
-    def __init__(self, app):
-        self.app, self.lines = app, []
-
-    def click(self, name: str) -> "Driver":
-        element = next(el for el in self.app.elements() if el.name == name or el.name.startswith(f"{name} - "))
-        x, y = element.grid_center()
-        return self._do({"tool_name": "click", "element": element.name, "x": x, "y": y})
-
-    def write(self, content: str, press_enter: bool = False) -> "Driver":
-        return self._do({"tool_name": "write", "content": content, "press_enter": press_enter})
-
-    def _do(self, call: dict) -> "Driver":
-        from helpers.steps import Step
-
-        self.lines.append(line(call))
-        execute(Step.model_validate(json.loads(self.lines[-1])), self.app)
-        return self
-
-
 def test_a_second_identical_order_is_refused_as_a_duplicate():
     replies, app = walk_to_product("order")
-    drive = Driver(app).click("Quantity").write("2").click("Place order").click("Continue shopping")
+    drive = replay.Driver(app).click("Quantity").write("2").click("Place order").click("Continue shopping")
     drive.click("Search products").write("Pencil set", press_enter=True).click("Pencil set")
     drive.click("Quantity").write("2").click("Place order")
     episode = run_episode(ReplayPolicy(replies + drive.lines), TASKS["order"], 0, "per_screen", max_steps=20)

@@ -1,0 +1,55 @@
+"""Writing replay scripts: fixed sequences of raw replies that a `ReplayPolicy` plays back as if a model wrote them.
+
+A script is labelled as what it is, never a model. Notebook 06 and the tests use them to try the harness with
+replies a model might write (forged approvals, a repeated order): each line goes through the ladder, the turn's
+schema and the harness exactly like a model's reply.
+"""
+from __future__ import annotations
+
+import json
+
+from helpers.loop import execute
+from helpers.scripted_policy import ScriptedPolicy
+from helpers.screen import CampusStore
+from helpers.steps import Step
+from helpers.tasks import Task, start_app
+
+
+def reply_line(tool_call: dict, note: str | None = None, thought: str = "Next.") -> str:
+    """One raw reply, as the model would write it."""
+    return json.dumps({"note": note, "thought": thought, "tool_call": tool_call})
+
+
+def click_call(app: CampusStore, name: str) -> dict:
+    """A click on the element called `name` (or whose name starts with `name - `), at its centre."""
+    element = next(el for el in app.elements() if el.name == name or el.name.startswith(f"{name} - "))
+    x, y = element.grid_center()
+    return {"tool_name": "click", "element": element.name, "x": x, "y": y}
+
+
+def walk_to_product(task: Task, seed: int = 0) -> tuple[list[str], CampusStore]:
+    """The scripted reference policy's replies up to the task's first product page, and the app as it stands there."""
+    app, policy, replies = start_app(task, seed), ScriptedPolicy(task), []
+    while app.page != "product":
+        proposed = policy.next_step(app)
+        replies.append(proposed.model_dump_json())
+        execute(proposed, app)
+    return replies, app
+
+
+class Driver:
+    """Writes replay lines while acting them out on a scratch copy of the app, so each click has its coordinates."""
+
+    def __init__(self, app: CampusStore):
+        self.app, self.lines = app, []
+
+    def click(self, name: str) -> "Driver":
+        return self._do(click_call(self.app, name))
+
+    def write(self, content: str, press_enter: bool = False) -> "Driver":
+        return self._do({"tool_name": "write", "content": content, "press_enter": press_enter})
+
+    def _do(self, tool_call: dict) -> "Driver":
+        self.lines.append(reply_line(tool_call))
+        execute(Step.model_validate_json(self.lines[-1]), self.app)
+        return self
