@@ -60,7 +60,8 @@ def episode_line(episode: Episode) -> str:
 
 
 def table(summary: dict[str, dict]) -> str:
-    rows = [("success rate", lambda s: f"{s['success_rate']:.0%}"), ("mean steps", lambda s: f"{s['mean_steps']:.1f}"),
+    rows = [("episodes (task x seed)", lambda s: str(s["episodes"])),
+            ("success rate", lambda s: f"{s['success_rate']:.0%}"), ("mean steps", lambda s: f"{s['mean_steps']:.1f}"),
             ("side effects not asked for, executed", lambda s: str(s["unasked_executed"])),
             ("  of which the instruction did not want", lambda s: str(s["unwanted_executed"])),
             ("unwanted side effects blocked", lambda s: str(s["unwanted_blocked"])),
@@ -109,8 +110,8 @@ def report_files(sources: list[Path], json_path: Path | None, chart_path: Path |
         json_path.write_text(json.dumps({"episodes": records, "summary": summary, "meta": meta}, indent=1))
     if chart_path:
         first = runs[0]["meta"]
-        chart(summary, chart_path, f"{first['policy']} policy, {first['model'] or 'no model'}, "
-                                   f"{len(first['tasks'])} tasks x {len(first['seeds'])} seeds")
+        counts = ", ".join(f"{config} {s['episodes']}" for config, s in summary.items())
+        chart(summary, chart_path, f"{first['policy']} policy, {first['model'] or 'no model'}; episodes: {counts}")
 
 
 def main(argv: list[str] | None = None) -> None:

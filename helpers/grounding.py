@@ -17,7 +17,8 @@ None of the rules names a task or an answer; the tighter the schema, the less th
 | `no_backtrack` | the pages seen | not return to the page it has just left, while there is anywhere else to go |
 | `fields`    | the screen, the instruction | type into a box only what fits it (a number into a number box, a credential into its own box), and click a box only when something fits it |
 | `relevance` | the screen, the instruction | answer with facts whose label the instruction mentions ("the price" -> "Price: $12.50") |
-| `named_effects` | the app, the instruction | press a button that cannot be undone only when the instruction names its action ("Order 2 ..." -> "Place order") |
+| `named_effects` | the app, the instruction | press a button that cannot be undone only when the instruction names its action and the app says it would do what the instruction spells out ("Order 2 Pencil set" -> "Place order" with 2 in the box) |
+| `order_first` | the app, the instruction | on the page of a product the instruction says to order, leave (or answer) only by placing that order |
 | `answer_when_shown` | the screen, the instruction | answer (or ask, or stop) once the screen shows what the instruction asks about: a fact it mentions, or its quoted phrase |
 | `stuck_intents` | the last turn | ask the user, plan or stop only when the last step was refused (by the harness, or as invalid) |
 """
@@ -29,12 +30,13 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from helpers.instruction import answer_phrases, credentials, names, phrases, quoted
+from helpers.effects import Effect
+from helpers.instruction import answer_phrases, credentials, names, phrases, orders, quoted
 from helpers.screen import CampusStore, Element
 from helpers.steps import STEP_SCHEMA, TOOL_MODELS
 
 NARROWINGS = ("clicks", "typing", "answers", "notes", "focus", "no_repeat", "no_backtrack", "fields", "relevance",
-              "named_effects", "answer_when_shown", "stuck_intents")
+              "named_effects", "order_first", "answer_when_shown", "stuck_intents")
 VALUE_MAX_LENGTH = 30  # a price, a count, a SKU, a receipt URL, a product name; not a sentence
 CLICKABLE = ("textbox", "button", "link")
 
@@ -188,16 +190,49 @@ def _words(text: str) -> set[str]:
 
 
 def named_effects(app: CampusStore, instruction: str, variants: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """A click whose effect cannot be undone stays only when the instruction names it (shares a word with it)."""
+    """A click whose effect cannot be undone stays only when the instruction names it (shares a word with it)
+    and the effect, as the app describes it, is what the instruction spells out: an order of the product it
+    names, in the quantity it gives ("Order 2 Pencil set" -> not with 1 in the Quantity box)."""
     def named(variant: dict[str, Any]) -> bool:
         target = _clicked(app, variant)
         if _tool(variant) != "click" or target is None:
             return True
         x, y = target.grid_center()
-        irreversible = any(e.irreversible for e in app.effects_of("click", {"x": x, "y": y}))
-        return not irreversible or bool(_words(target.name) & _words(instruction))
+        irreversible = [e for e in app.effects_of("click", {"x": x, "y": y}) if e.irreversible]
+        if not irreversible:
+            return True
+        return bool(_words(target.name) & _words(instruction)) and all(spelled_out(e, instruction) for e in irreversible)
 
     return [v for v in variants if named(v)]
+
+
+def order_first(app: CampusStore, instruction: str, variants: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """On the page of a product the instruction says to order, until that order has run, no way off the page
+    but the order itself, and no answer yet: an agent that wanders off has to find its way back."""
+    if app.page != "product" or app.subject not in orders(instruction):
+        return variants
+    if any(e.action == "place_order" and e.key[1] == app.subject for e in app.effects):
+        return variants
+
+    def leaves(variant: dict[str, Any]) -> bool:
+        if _tool(variant) == "answer":
+            return True
+        target = _clicked(app, variant) if _tool(variant) == "click" else None
+        if target is not None:
+            x, y = target.grid_center()
+            if any(e.irreversible for e in app.effects_of("click", {"x": x, "y": y})):
+                return False
+        return destination(app, variant) is not None
+
+    return [v for v in variants if not leaves(v)] or variants
+
+
+def spelled_out(effect: Effect, instruction: str) -> bool:
+    """An order is spelled out when the instruction names its product and asks for exactly its quantity."""
+    if effect.action != "place_order":
+        return True
+    _, product, quantity = effect.key
+    return orders(instruction).get(product) == quantity
 
 
 def shown(app: CampusStore, grounding: Grounding) -> list[str]:
@@ -289,6 +324,8 @@ def grounded_step_schema(app: CampusStore, grounding: Grounding,
         variants = focus_rules(app, variants)
     if "named_effects" in chosen:
         variants = named_effects(app, grounding.instruction, variants)
+    if "order_first" in chosen:
+        variants = order_first(app, grounding.instruction, variants)
     if "answer_when_shown" in chosen:
         variants = answer_when_shown(app, grounding, variants)
     if "stuck_intents" in chosen and not grounding.stuck:

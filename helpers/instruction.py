@@ -7,6 +7,7 @@ so is everything the model writes. These functions read the instruction alone, w
 - a name: a capitalised word inside a sentence (not an acronym such as SKU), with the word after it when that
   is a plain lowercase word (`the Red mug`, `the Pencil set`, but `Umbrella.` alone);
 - a number: `Order 2 ...`;
+- an order: what to order and how many (`Order 2 Pencil set`, `Order one Umbrella`);
 - a credential: the word after `username` or `password`, which belongs in the box of that name and nowhere else.
 """
 from __future__ import annotations
@@ -18,6 +19,10 @@ TO_ANSWER = re.compile(r"\banswer\s+(?:'([^']+)'|\"([^\"]+)\")", re.IGNORECASE)
 NUMBER = re.compile(r"(?<![\w.$])\d+(?![\w.])")
 CREDENTIAL = re.compile(r"\b(username|password)\s+([^\s,.;]+)", re.IGNORECASE)
 WORD = re.compile(r"[A-Za-z][\w-]*|[.!?]")
+ORDER = re.compile(r"\border\s+(?:(\d+|one|two|three|four|five|six|seven|eight|nine|ten|an?)\s+)?(?:the\s+)?",
+                   re.IGNORECASE)
+NUMBER_WORDS = {word: value for value, word in enumerate(
+    "one two three four five six seven eight nine ten".split(), start=1)}
 # Words that end a name rather than continue it: "the Red mug or the Travel mug", "Search with the box empty".
 STOPWORDS = frozenset("a an and are as at by cost costs for from in is it of on or than that the then to was "
                       "with".split())
@@ -38,6 +43,19 @@ def names(instruction: str) -> list[str]:
         following = words[i + 1] if i + 1 < len(words) else ""
         joined = following.islower() and following.isalpha() and following not in STOPWORDS
         found.append(f"{word} {following}" if joined else word)
+    return found
+
+
+def orders(instruction: str) -> dict[str, int]:
+    """What the instruction says to order, and how many: {'Pencil set': 2} for "Order 2 Pencil set" (a number
+    in digits or a word up to ten; none, or "a", is one). A name mentioned otherwise ("the price of the Mug") is
+    not an order."""
+    found = {}
+    for match in ORDER.finditer(instruction):
+        count, rest = match.group(1), instruction[match.end():]
+        name = next((n for n in names(instruction) if rest.startswith(n)), None)
+        if name is not None:
+            found[name] = int(count) if count and count.isdigit() else NUMBER_WORDS.get((count or "one").lower(), 1)
     return found
 
 

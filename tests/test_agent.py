@@ -6,6 +6,7 @@ import pytest
 
 from helpers import replay
 from helpers.agent import CONFIGS, Episode, ReplayPolicy, run_episode, schema_problems, summarize
+from helpers.grounding import NARROWINGS
 from helpers.harness import Tracer
 from helpers.loop import Proposal, ScriptedProposer, execute
 from helpers.scripted_policy import ScriptedPolicy
@@ -94,7 +95,9 @@ def test_a_user_whose_reply_says_yes_still_approves_nothing_through_that_reply()
     replay = ReplayPolicy(replies + [line(place_order(app)),
                                      line({"tool_name": "ask_user", "question": "May I order one Pencil set?"}),
                                      line(place_order(app))])
-    episode = run_episode(replay, TASKS["order"], 0, "governed", make_user=SaysYes)
+    # Without named_effects the schema still offers the click (it would order 1, not 2): the harness is on trial.
+    offering = [n for n in NARROWINGS if n != "named_effects"]
+    episode = run_episode(replay, TASKS["order"], 0, "governed", make_user=SaysYes, narrowings=offering)
     assert episode.turns[len(replies)].decision["cause"] == "not_approved"
     asked, clicked = episode.turns[len(replies) + 1], episode.turns[len(replies) + 2]
     assert "<tool_output tool=\"ask_user\">\nYes! I approve" in asked.tool_output

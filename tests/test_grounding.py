@@ -138,3 +138,33 @@ def test_describe_lists_one_line_per_allowed_call():
     grounding.observe(app)
     text = describe(grounded_step_schema(app, grounding, ["clicks", "answers"]))
     assert "click(element='Place order'" in text and "answer(content=one of" in text
+
+
+def test_an_order_is_offered_only_in_the_quantity_the_instruction_gives():
+    app = product_page("Pencil set")
+    order = next(el for el in app.elements() if el.name == "Place order")
+    wants_two = Grounding("Order 2 Pencil set, then answer 'ordered'.")
+    wants_two.observe(app)
+
+    def offers_order() -> bool:
+        return any(v["properties"].get("element", {}).get("const") == order.name
+                   for v in grounded_step_schema(app, wants_two)["properties"]["tool_call"]["anyOf"])
+
+    assert not offers_order()  # the box is empty: the click would order 1
+    app.fields["quantity"] = "2"
+    assert offers_order()
+    app.fields["quantity"] = "3"
+    assert not offers_order()
+
+
+def test_on_the_page_of_what_to_order_the_only_way_off_is_the_order():
+    app = product_page("Pencil set")
+    seen = Grounding("Order 2 Pencil set, then answer 'ordered'.")
+    seen.observe(app)
+    allowed = describe(grounded_step_schema(app, seen))
+    assert "Home" not in allowed and "answer" not in allowed and "Quantity" in allowed
+    app.fields["quantity"] = "2"
+    assert "Place order" in describe(grounded_step_schema(app, seen))
+    asking = Grounding("What does the Pencil set cost? Answer with the price.")
+    asking.observe(app)
+    assert "Home" in describe(grounded_step_schema(app, asking, [n for n in NARROWINGS if n != "answer_when_shown"]))

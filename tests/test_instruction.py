@@ -1,7 +1,7 @@
 """Reading the user's instruction: phrases, names, numbers and credentials, by rules that name no task."""
 import pytest
 
-from helpers.instruction import credentials, names, phrases, typing_asked_for
+from helpers.instruction import credentials, names, orders, phrases, typing_asked_for
 from helpers.tasks import instruction, load_tasks, start_app
 
 SIGN_IN = "Sign in with username ada and password lovelace42, then answer 'signed in'."
@@ -46,3 +46,17 @@ def test_every_task_spells_out_what_its_agent_must_type():
             assert product in found, (task.id, found)
         if "password" in task.instruction:
             assert app.password in found
+
+
+@pytest.mark.parametrize("instruction, expected", [
+    ("Order 2 Pencil set, then answer 'ordered'.", {"Pencil set": 2}),
+    ("Order one Umbrella and answer with the receipt URL.", {"Umbrella": 1}),
+    ("Order one Blue mug. Then find the price of the Red mug. Answer with the receipt URL and that price.",
+     {"Blue mug": 1}),
+    ("Order 12 Red mug.", {"Red mug": 12}),
+    ("Order the Red mug.", {"Red mug": 1}),
+    ("What does the Red mug cost?", {}),
+    ("Check my order history for the Red mug.", {}),
+])
+def test_what_the_instruction_orders_and_how_many(instruction, expected):
+    assert orders(instruction) == expected
