@@ -227,6 +227,13 @@ def order_first(app: CampusStore, instruction: str, variants: list[dict[str, Any
     return [v for v in variants if not leaves(v)] or variants
 
 
+def ordered_all(app: CampusStore, instruction: str) -> bool:
+    """Every order the instruction gives has run, as it spells it out (none given: False)."""
+    wanted = orders(instruction)
+    placed = {e.key[1:] for e in app.effects if e.action == "place_order"}
+    return bool(wanted) and set(wanted.items()) <= placed
+
+
 def spelled_out(effect: Effect, instruction: str) -> bool:
     """An order is spelled out when the instruction names its product and asks for exactly its quantity."""
     if effect.action != "place_order":
@@ -237,13 +244,15 @@ def spelled_out(effect: Effect, instruction: str) -> bool:
 
 def shown(app: CampusStore, grounding: Grounding) -> list[str]:
     """What this screen shows of what the instruction asks about ([] when not everything): a phrase it quotes
-    ('signed in'), or, once every name it gives has headed a page seen, a fact here for every fact label it
-    mentions (their values)."""
+    ('signed in'), the phrase to answer with once every order it gives has run ('ordered'), or, once every name
+    it gives has headed a page seen, a fact here for every fact label it mentions (their values)."""
     instruction = grounding.instruction
     texts = [el.name.lower() for el in app.elements() if el.role in ("text", "heading")]
     said = [q for q in quoted(instruction) if any(q.lower() in t for t in texts)]
     if said:
         return said
+    if ordered_all(app, instruction) and answer_phrases(instruction):
+        return answer_phrases(instruction)  # "Order 2 ..., then answer 'ordered'": the order ran, the answer is due
     asked = {_label(f) for f in grounding.facts if _words(_label(f)) & _words(instruction)}
     here = screen_facts(app)
     all_named_seen = set(names(instruction)) <= set(grounding.headings)

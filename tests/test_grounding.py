@@ -168,3 +168,13 @@ def test_on_the_page_of_what_to_order_the_only_way_off_is_the_order():
     asking = Grounding("What does the Pencil set cost? Answer with the price.")
     asking.observe(app)
     assert "Home" in describe(grounded_step_schema(app, asking, [n for n in NARROWINGS if n != "answer_when_shown"]))
+
+
+def test_once_the_order_has_run_the_answer_it_asks_for_is_due():
+    app = product_page("Pencil set")
+    seen = Grounding("Order 2 Pencil set, then answer 'ordered'.")
+    app.fields["quantity"] = "2"
+    place = next(el for el in app.elements() if el.name == "Place order")
+    app.click(*place.grid_center())
+    seen.observe(app)
+    assert describe(grounded_step_schema(app, seen)).splitlines()[0] == "answer(content=one of 1: 'ordered')"
