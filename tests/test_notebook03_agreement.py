@@ -1,8 +1,9 @@
 """Notebook 03's marked cells build the loop's pieces; they must behave exactly like `helpers.loop`.
 
-The same observation and tool-output messages, the same trimming, and whole runs of the scripted
-reference policy (no model) and of fixed replies that produce the same conversation, steps, results
-and verdict. No kernel, no model, no server.
+The same observation and tool-output messages, the same trimming, the same handlers for all eight tools,
+the same `apply_step`, and whole runs of the scripted reference policy (no model) and of fixed replies
+(asking, planning, answering, aborting) that produce the same conversation, steps, results and verdict.
+No kernel, no model, no server.
 """
 import copy
 import json
@@ -85,10 +86,35 @@ def test_notebook_03_handlers_agree_with_the_helpers(nb03):
     ours, theirs = CampusStore(0), CampusStore(0)
     actions = [("click", {"element": "Username", "x": 400, "y": 301}), ("write", {"content": "ada"}),
                ("click", {"element": "x", "x": 1, "y": 999}), ("scroll", {"direction": "down"}), ("go_back", {}),
-               ("answer", {"content": "done"}), ("write", {"content": "x", "press_enter": True})]
+               ("answer", {"content": "done"}), ("write", {"content": "x", "press_enter": True}),
+               ("ask_user", {"question": "Which mug?"}), ("update_plan", {"plan": "Search first."}),
+               ("abort", {"reason": "The store is closed."})]
     for name, args in actions:
         assert nb03.app_handlers(ours)[name](**args) == helpers_loop.app_handlers(theirs)[name](**args)
     assert set(nb03.app_handlers(ours)) == set(helpers_loop.app_handlers(theirs))
+
+
+STEP_REPLIES = [
+    json.dumps({"note": None, "thought": "t", "tool_call": {"tool_name": "click", "element": "Username", "x": 400,
+                                                            "y": 225}}),
+    json.dumps({"note": "n", "thought": "t", "tool_call": {"tool_name": "write", "content": "ada"}}),
+    json.dumps({"note": None, "thought": "t", "tool_call": {"tool_name": "ask_user", "question": "Which mug?"}}),
+    json.dumps({"note": None, "thought": "t", "tool_call": {"tool_name": "update_plan", "plan": "Sign in."}}),
+    json.dumps({"note": None, "thought": "t", "tool_call": {"tool_name": "answer", "content": "done"}}),
+    json.dumps({"note": None, "thought": "t", "tool_call": {"tool_name": "abort", "reason": "stuck"}}),
+    json.dumps({"note": None, "thought": "t", "tool_call": {"tool_name": "fly"}}),
+    "not json",
+]
+
+
+@pytest.mark.parametrize("raw", STEP_REPLIES)
+def test_notebook_03_apply_step_agrees_with_the_helpers(nb03, raw):
+    ours, theirs = CampusStore(0), CampusStore(0)
+    my_messages, their_messages = [{"role": "system", "content": "s"}], [{"role": "system", "content": "s"}]
+    step, result = nb03.apply_step(raw, ours, my_messages, nb03.app_handlers(ours))
+    their_step, _, their_result = helpers_loop.apply_step(helpers_loop.Proposal(raw), theirs, their_messages)
+    assert (step.model_dump() if step else None, result, my_messages) == (their_step, their_result, their_messages)
+    assert ours.accessibility_tree() == theirs.accessibility_tree()
 
 
 def nb03_compare(nb03, task, seed: int, replies_for=None, max_steps: int = 12, keep_images: int = 3) -> None:
@@ -135,3 +161,11 @@ def test_notebook_03_loop_agrees_with_the_helpers_on_bad_replies_and_the_budget(
                 click, click]
 
     nb03_compare(nb03, NB03_TASKS[1], 0, replies, max_steps=6, keep_images=keep_images)
+
+
+@pytest.mark.parametrize("ending", ["answer", "abort"])
+def test_notebook_03_loop_agrees_with_the_helpers_when_the_model_asks_plans_and_stops(nb03, ending):
+    def replies():
+        return [STEP_REPLIES[2], STEP_REPLIES[3], STEP_REPLIES[4 if ending == "answer" else 5], STEP_REPLIES[0]]
+
+    nb03_compare(nb03, NB03_TASKS[1], 0, replies, max_steps=4)

@@ -1,0 +1,164 @@
+"""Notebook 03's checks: a trim that keeps the first screenshot too, and an `ask_user` that reaches a user.
+
+    from helpers.exercises import check, nb03
+    check(*nb03.trim_keep_first(trim_keep_first))
+    check(*nb03.user_handlers(user_handlers))
+"""
+from __future__ import annotations
+
+import copy
+import secrets
+from typing import Any
+
+from helpers.exercises import Verdict
+from helpers.loop import app_handlers, observation_message, trim_to_last_n_images
+from helpers.screen import CampusStore
+
+SOLUTIONS = {"trim_keep_first": "trim_keep_first", "user_handlers": "user_handlers"}
+
+
+def _observations(count: int) -> list[dict]:
+    """A system prompt, then `count` observations (screenshot, no screen text), each followed by a step."""
+    app, messages = CampusStore(0), [{"role": "system", "content": "s"}]
+    for _ in range(count):
+        messages += [observation_message(app, screen_text=False), {"role": "assistant", "content": "{}"}]
+    return messages
+
+
+def _pattern(messages: list[dict]) -> str:
+    """For each observation, 'I' when its screenshot is kept, '-' when it was evicted."""
+    return "".join("I" if any(p.get("type") == "image_url" for p in m["content"]) else "-"
+                   for m in messages if isinstance(m["content"], list))
+
+
+def trim_keep_first(trim: Any) -> Verdict:
+    """The first screenshot and the n newest stay, the rest are evicted; wrappers and the input untouched."""
+    praise = "the first screenshot stays, the n newest stay, the rest are evicted, wrappers and input untouched."
+    hint = ("start from trim_to_last_n_images(messages, n), then put the oldest observation's image part back "
+            "(copy.deepcopy the original message's content); never edit the list you are given.")
+    if not callable(trim):
+        return False, praise, hint
+    six = _observations(6)
+    before = copy.deepcopy(six)
+    try:
+        patterns = [_pattern(trim(six, 3)), _pattern(trim(six, 5)), _pattern(trim(six, 0)),
+                    _pattern(trim(_observations(3), 3))]
+        wrappers = all(m["content"][0] == {"type": "text", "text": "<observation>\n"}
+                       for m in trim(six, 3) if isinstance(m["content"], list))
+    except Exception:  # a crash on some input is "not yet", never a traceback in the check cell
+        return False, praise, hint
+    return patterns == ["I--III", "IIIIII", "I-----", "III"] and wrappers and six == before, praise, hint
+
+
+class _Listener:
+    """A stand-in user for the check: answers every question with a fresh random word and records the questions."""
+
+    def __init__(self) -> None:
+        self.asked: list[str] = []
+        self.replies: list[str] = []
+
+    def reply(self, question: str) -> str:
+        self.asked.append(question)
+        self.replies.append(f"reply-{secrets.token_hex(4)}")
+        return self.replies[-1]
+
+    def approve(self, effect: Any) -> bool:
+        return False
+
+
+# Actions on the sign-in page that change it: the handlers must act on the app they are given.
+_ACTIONS = [("click", {"element": "Username", "x": 400, "y": 225}), ("write", {"content": "ada"}),
+            ("click", {"element": "nothing", "x": 10, "y": 990}), ("scroll", {"direction": "down"}),
+            ("update_plan", {"plan": "Sign in first."}), ("go_back", {}), ("answer", {"content": "done"}),
+            ("abort", {"reason": "stop"})]
+
+
+def user_handlers(make: Any) -> Verdict:
+    """`make(app, user)` keeps every tool of `app_handlers(app)`, and `ask_user` puts the question to `user`."""
+    praise = "ask_user puts the model's question to the user and hands the reply back; every other tool is unchanged."
+    hint = ("return {**app_handlers(app), 'ask_user': ...}, where the ask_user handler calls user.reply(question) "
+            "with the model's question and returns the reply.")
+    if not callable(make):
+        return False, praise, hint
+    app, twin, user = CampusStore(0), CampusStore(0), _Listener()
+    questions = ["Which mug do you mean, the red one or the blue one?", "How many should I order?"]
+    try:
+        handlers, reference = make(app, user), app_handlers(twin)
+        if set(handlers) != set(reference):
+            return False, praise, "keep every tool of app_handlers(app): " + ", ".join(reference)
+        outputs = [handlers["ask_user"](question=q) for q in questions]
+        same = [handlers[name](**args) == reference[name](**args) for name, args in _ACTIONS]
+    except Exception:
+        return False, praise, hint
+    answered = user.asked == questions and all(r in str(o) for r, o in zip(user.replies, outputs))
+    acted_here = app.accessibility_tree() == twin.accessibility_tree()
+    return answered and all(same) and acted_here, praise, hint
+
+
+def _only_app_handlers(app: CampusStore, user: Any) -> dict:
+    return app_handlers(app)
+
+
+def _always_yes(app: CampusStore, user: Any) -> dict:
+    return {**app_handlers(app), "ask_user": lambda question: "yes"}
+
+
+def _own_question(app: CampusStore, user: Any) -> dict:
+    return {**app_handlers(app), "ask_user": lambda question: user.reply("Is everything all right?")}
+
+
+def _asks_but_drops_reply(app: CampusStore, user: Any) -> dict:
+    def ask(question: str) -> str:
+        user.reply(question)
+        return "the user answered"
+    return {**app_handlers(app), "ask_user": ask}
+
+
+def _other_app(app: CampusStore, user: Any) -> dict:
+    return {**app_handlers(CampusStore(0)), "ask_user": user.reply}
+
+
+def _only_ask_user(app: CampusStore, user: Any) -> dict:
+    return {"ask_user": user.reply}
+
+
+def _evicts_first(messages: list[dict], n: int = 3) -> list[dict]:
+    return trim_to_last_n_images(messages, n)
+
+
+def _keeps_all(messages: list[dict], n: int = 3) -> list[dict]:
+    return copy.deepcopy(messages)
+
+
+def _keeps_first_in_place(messages: list[dict], n: int = 3) -> list[dict]:
+    """Right pattern, but it edits the caller's messages instead of a copy."""
+    trimmed = trim_to_last_n_images(messages, n)
+    first = next(i for i, m in enumerate(messages) if isinstance(m["content"], list))
+    for i, message in enumerate(trimmed):
+        if i != first:
+            messages[i] = message
+    return messages
+
+
+def _first_and_n_minus_one(messages: list[dict], n: int = 3) -> list[dict]:
+    trimmed = trim_to_last_n_images(messages, max(n - 1, 0))
+    first = next(i for i, m in enumerate(messages) if isinstance(m["content"], list))
+    trimmed[first] = copy.deepcopy(messages[first])
+    return trimmed
+
+
+def _image_only(messages: list[dict], n: int = 3) -> list[dict]:
+    """Keeps the right screenshots but drops the <observation> wrappers around them."""
+    trimmed = trim_to_last_n_images(messages, n)
+    first = next(i for i, m in enumerate(messages) if isinstance(m["content"], list))
+    trimmed[first] = copy.deepcopy(messages[first])
+    return [{**m, "content": [p for p in m["content"] if p.get("type") == "image_url"] or m["content"]}
+            if isinstance(m["content"], list) else m for m in trimmed]
+
+
+WRONG = {
+    "trim_keep_first": [_evicts_first, _keeps_all, _keeps_first_in_place, _first_and_n_minus_one, _image_only,
+                        "trim_keep_first"],
+    "user_handlers": [_only_app_handlers, _always_yes, _own_question, _asks_but_drops_reply, _other_app,
+                      _only_ask_user, app_handlers],
+}
