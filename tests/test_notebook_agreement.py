@@ -52,6 +52,17 @@ EXTRA_ANSWERS = [
     {**VALID, "missing": None},
     {**VALID, "sources": ["hours-library", True]},
     {**VALID, "sources": ["s"] * 11},
+    {**VALID, "sources": ["s"] * 3},
+    {**VALID, "sources": ["x" * 31]},
+    {**VALID, "answer": 'Say "hi"'},
+    {**VALID, "answer": "Caf\u00e9 at 10:00"},
+    {**VALID, "answer": "\u00e9" * 101},
+    {**VALID, "missing": ["tab\there"]},
+    {**VALID, "items": [{"name": "Gym"}]},
+    {**VALID, "items": [{"name": "Gym", "value": "x" * 25}]},
+    {**VALID, "items": [{"name": "Gym", "value": "open", "note": "extra"}]},
+    {**VALID, "items": [{"name": "Gym", "value": 2}, {"name": "Pool", "value": "none"}]},
+    {**VALID, "items": [{"name": "a", "value": "b"}] * 3},
     {**VALID, "confidence": 0.9},
     {"status": "done", "answer": 1, "category": "hours", "items": "x", "missing": [], "extra": 1},
     {"answer": "hi"},
@@ -106,8 +117,8 @@ def test_notebook_01_marks_every_function_it_builds():
 
 
 def test_notebook_01_contract_constants_are_the_helpers(nb01):
-    for name in ("STATUSES", "CATEGORIES", "KEYS", "ENUMS", "LIST_KEYS", "ANSWER_MAX_LENGTH",
-                 "SHORT_TEXT_MAX_LENGTH", "MAX_LIST_ENTRIES", "FALLBACK_ANSWER"):
+    for name in ("STATUSES", "CATEGORIES", "KEYS", "ENUMS", "LIST_KEYS", "ITEM_KEYS", "ANSWER_MAX_LENGTH",
+                 "ITEM_TEXT_MAX_LENGTH", "SHORT_TEXT_MAX_LENGTH", "MAX_LIST_ENTRIES", "PLAIN_TEXT", "FALLBACK_ANSWER"):
         assert getattr(nb01, name) == getattr(contract, name), name
 
 
