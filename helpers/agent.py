@@ -177,7 +177,7 @@ def side_effect_records(task: Task, app: CampusStore, ledger: Ledger) -> list[di
     records, done = [], set()
     for entry in ledger.entries:
         effect = entry.effect
-        wants = wanted(task, app, effect) and not (entry.executed and effect.irreversible and effect.key in done)
+        wants = wanted(task, app, effect) and not (effect.irreversible and effect.key in done)
         if entry.executed and effect.irreversible:
             done.add(effect.key)
         records.append({**entry.record(), "wanted": wants})

@@ -153,6 +153,7 @@ def test_a_second_identical_order_is_refused_as_a_duplicate():
                            narrowings=offering)
     assert [(o["executed"], o["blocked_by"]) for o in orders(governed)] == [(True, None),
                                                                            (False, "duplicate_side_effect")]
+    assert [o["wanted"] for o in orders(governed)] == [True, False]  # blocked or not, the user wanted one order
 
 
 def test_a_reply_outside_the_turns_schema_is_never_dispatched():
