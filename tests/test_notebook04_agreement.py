@@ -2,11 +2,14 @@
 
 The notebook's cells that build its own ladder start with `# notebook-version: climb`. This test runs
 those cells, and only those, in order, in a fresh namespace (no kernel, no model, no server), then
-climbs every reply of the broken-output corpus (plus a few edge cases) with both ladders and the same
-scripted repair function, and compares where each stopped, why, what it delivered and what it sent.
+climbs every reply of the broken-output corpus (plus a few edge cases) with both ladders, both repair
+prompts (the NIM workshop's plain one and the schema-embedding one) and the same scripted repair
+function, and compares where each stopped, why, what it delivered and what it sent. The notebook's
+default prompt is the ladder's.
 """
 from __future__ import annotations
 
+import inspect
 import json
 from pathlib import Path
 from typing import Any
@@ -62,10 +65,14 @@ class ScriptedRepair:
         return choice
 
 
-def both(nb, raw, specific: bool, with_repair: bool = True):
+PROMPTS = ["plain", "schema"]
+
+
+def both(nb, raw, specific: bool, with_repair: bool = True, prompt: str = "plain"):
     ours, theirs = ScriptedRepair(), ScriptedRepair()
-    mine = nb["climb_by_hand"](raw, ours.text if with_repair else None, specific)
-    record = climb(raw, ANSWER_CONTRACT, (lambda m: Reply(theirs.text(m))) if with_repair else None, specific=specific)
+    mine = nb["climb_by_hand"](raw, ours.text if with_repair else None, specific, prompt)
+    record = climb(raw, ANSWER_CONTRACT, (lambda m: Reply(theirs.text(m))) if with_repair else None, specific=specific,
+                   prompt=prompt)
     return mine, record, ours.prompts, theirs.prompts
 
 
@@ -73,16 +80,19 @@ def test_the_notebook_marks_its_ladder_cells(nb):
     assert all(callable(nb.get(name)) for name in ("check_reply", "repair_prompt", "climb_by_hand"))
 
 
-def test_the_scripted_repair_reaches_every_ending(nb):
-    endings = {both(nb, raw, True)[0]["rung"] + str(both(nb, raw, True)[0]["cause"]) for raw in REPLIES}
+@pytest.mark.parametrize("prompt", PROMPTS)
+def test_the_scripted_repair_reaches_every_ending(nb, prompt):
+    endings = {"".join(map(str, (mine["rung"], mine["cause"])))
+               for mine in (both(nb, raw, True, prompt=prompt)[0] for raw in REPLIES)}
     assert {"validNone", "repairedNone", "fallbackvalid_json", "fallbackempty_model_response",
             "fallbackrepair_failed: ConnectionError"} <= endings
 
 
+@pytest.mark.parametrize("prompt", PROMPTS)
 @pytest.mark.parametrize("specific", [True, False], ids=["specific", "vague"])
 @pytest.mark.parametrize("raw", REPLIES, ids=IDS)
-def test_notebook_ladder_agrees_with_helpers(nb, raw, specific):
-    mine, record, my_prompts, their_prompts = both(nb, raw, specific)
+def test_notebook_ladder_agrees_with_helpers(nb, raw, specific, prompt):
+    mine, record, my_prompts, their_prompts = both(nb, raw, specific, prompt=prompt)
     assert mine["rung"] == record.rung
     assert mine["cause"] == record.cause
     assert mine["data"] == record.data and validate_answer(mine["data"]) == []
@@ -96,8 +106,17 @@ def test_notebook_ladder_without_repair_agrees_with_helpers(nb, raw):
     assert (mine["rung"], mine["cause"], mine["data"]) == (record.rung, record.cause, record.data)
 
 
+@pytest.mark.parametrize("prompt", PROMPTS)
 @pytest.mark.parametrize("specific", [True, False], ids=["specific", "vague"])
-def test_notebook_repair_prompt_is_the_helpers(nb, specific):
+def test_notebook_repair_prompt_is_the_helpers(nb, specific, prompt):
     errors = ["status: expected one of answered, not_found, needs_clarification; got 'done'", "missing key: items"]
-    assert nb["repair_prompt"]("raw reply", errors, specific) == repair_messages("raw reply", errors, ANSWER_CONTRACT,
-                                                                                 specific)
+    assert nb["repair_prompt"]("raw reply", errors, specific, prompt) == repair_messages(
+        "raw reply", errors, ANSWER_CONTRACT, specific, prompt)
+
+
+def default(function, name: str = "prompt"):
+    return inspect.signature(function).parameters[name].default
+
+
+def test_the_notebook_defaults_to_the_ladders_prompt(nb):
+    assert default(nb["repair_prompt"]) == default(nb["climb_by_hand"]) == default(repair_messages) == default(climb)
