@@ -11,7 +11,23 @@ solution, which must pass, and on every wrong answer, which must not: a check a 
 """
 from __future__ import annotations
 
+from typing import Any
+
+from jsonschema import Draft202012Validator
+from jsonschema.exceptions import SchemaError
+
 Verdict = tuple[bool, str, str]
+
+
+def schema_validator(schema: Any) -> Draft202012Validator | None:
+    """A validator for a reader's `schema`, or None when it is not a JSON schema at all."""
+    if not isinstance(schema, dict):
+        return None
+    try:
+        Draft202012Validator.check_schema(schema)
+    except SchemaError:
+        return None
+    return Draft202012Validator(schema)
 
 
 def check(solved: bool, praise: str, hint: str) -> None:

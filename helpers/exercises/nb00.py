@@ -4,10 +4,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from jsonschema import Draft202012Validator
-from jsonschema.exceptions import SchemaError
 
-from helpers.exercises import Verdict
+from helpers.exercises import Verdict, schema_validator
 
 # What the notebook's city_schema accepts and rejects: the check recognises it by behaviour, so the
 # schema itself has one source, the notebook's cell.
@@ -19,19 +17,8 @@ NOT_VERDICTS = [{"verdict": "maybe"}, {"verdict": "Yes"}, {}, {"verdict": "yes",
                 {"verdict": True}, "yes", None]
 
 
-def _validator(schema: Any) -> Draft202012Validator | None:
-    """A validator for `schema`, or None when it is not a JSON schema at all."""
-    if not isinstance(schema, dict):
-        return None
-    try:
-        Draft202012Validator.check_schema(schema)
-    except SchemaError:
-        return None
-    return Draft202012Validator(schema)
-
-
 def _is_city_schema(schema: Any) -> bool:
-    validator = _validator(schema)
+    validator = schema_validator(schema)
     return (validator is not None and validator.is_valid(CITY)
             and not any(validator.is_valid(wrong) for wrong in NOT_CITIES))
 
@@ -59,7 +46,7 @@ def verdict_schema(answer: Any, conn: Any = None) -> Verdict:
     """Your turn 2: a schema for {"verdict": "yes"} or {"verdict": "no"} and nothing else. Given a
     connection, it also asks the model, guided by the schema, and checks the reply against it."""
     praise = "the schema accepts yes and no and rejects the rest"
-    validator = _validator(answer)
+    validator = schema_validator(answer)
     if validator is None:
         return False, praise, "write a JSON schema: a dict such as {\"type\": \"object\", ...}."
     if not all(validator.is_valid(good) for good in VERDICTS):

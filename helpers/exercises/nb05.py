@@ -5,12 +5,10 @@ import types
 from typing import Any
 
 import numpy as np
-from jsonschema import Draft202012Validator
-from jsonschema.exceptions import SchemaError
 
 from helpers.bounds import Unbounded, max_json_bytes
 from helpers.contract import PLAIN_TEXT
-from helpers.exercises import Verdict
+from helpers.exercises import Verdict, schema_validator
 
 # Your turn 1's open schema and the facts the check holds a bounded version to. The notebook shows them; this
 # module is their one source.
@@ -33,17 +31,6 @@ OTHER_EVENTS = [
 ]
 
 
-def _validator(schema: Any) -> Draft202012Validator | None:
-    """A validator for `schema`, or None when it is not a JSON schema at all."""
-    if not isinstance(schema, dict):
-        return None
-    try:
-        Draft202012Validator.check_schema(schema)
-    except SchemaError:
-        return None
-    return Draft202012Validator(schema)
-
-
 def _without(data: dict, key: str) -> dict:
     return {k: v for k, v in data.items() if k != key}
 
@@ -51,7 +38,7 @@ def _without(data: dict, key: str) -> dict:
 def bounded_schema(answer: Any) -> Verdict:
     """Your turn 1: the event schema, still accepting events, with a worst case of at most BYTE_BUDGET bytes."""
     praise = "every part of the event is bounded, and the longest reply it allows fits the budget."
-    validator = _validator(answer)
+    validator = schema_validator(answer)
     if validator is None:
         return False, praise, "write a JSON schema: a dict such as {\"type\": \"object\", ...}."
     refused = [event for event in [EXAMPLE_EVENT, *OTHER_EVENTS] if not validator.is_valid(event)]
