@@ -4,7 +4,6 @@ from __future__ import annotations
 import json
 from typing import Any
 
-
 from helpers.exercises import Verdict, schema_validator
 
 # What the notebook's city_schema accepts and rejects: the check recognises it by behaviour, so the
