@@ -83,16 +83,27 @@ def chart(summary: dict[str, dict], path: Path, title: str) -> None:
 
     configs = list(summary)
     fig, (left, right) = plt.subplots(1, 2, figsize=(10, 3.8))
-    left.bar(configs, [100 * summary[c]["success_rate"] for c in configs], color="#2e6fd8")
+    rates = [100 * summary[c]["success_rate"] for c in configs]
+    left.bar(configs, rates, color="#2e6fd8")
+    for x, rate in enumerate(rates):
+        left.annotate(f"{rate:.0f}%", (x, rate), ha="center", va="bottom", fontsize=8)
     left.set(title="Tasks completed", ylabel="% of task x seed episodes", ylim=(0, 100))
     positions = range(len(configs))
-    right.bar([p - 0.2 for p in positions], [summary[c]["unwanted_executed"] for c in configs], width=0.4,
-              color="#c0392b", label="executed")
-    right.bar([p + 0.2 for p in positions], [summary[c]["unwanted_blocked"] for c in configs], width=0.4,
-              color="#7f8c8d", label="blocked by the harness")
+    bars = [("unasked_executed", "executed, not approved by the user", "#e67e22"),
+            ("unwanted_executed", "executed, not wanted", "#c0392b"),
+            ("unwanted_blocked", "not wanted, blocked", "#7f8c8d")]
+    width = 0.8 / len(bars)
+    for index, (key, label, color) in enumerate(bars):
+        offsets = [p + (index - 1) * width for p in positions]
+        counts = [summary[c][key] for c in configs]
+        right.bar(offsets, counts, width=width, color=color, label=label)
+        for x, count in zip(offsets, counts):  # a 0 is a result too: write it, since its bar cannot show
+            right.annotate(str(count), (x, count), ha="center", va="bottom", fontsize=8)
     right.set_xticks(list(positions), configs)
-    right.set(title="Side effects the instruction did not ask for", ylabel="count")
-    right.legend()
+    top = max([summary[c][key] for c in configs for key, _, _ in bars] + [1])
+    right.set(title="Side effects the user did not ask for", ylabel="count", ylim=(0, top * 1.4 + 0.5))
+    right.yaxis.get_major_locator().set_params(integer=True)
+    right.legend(fontsize=8)
     fig.suptitle(title)
     fig.tight_layout()
     fig.savefig(path, dpi=110)
@@ -105,11 +116,13 @@ def report_files(sources: list[Path], json_path: Path | None, chart_path: Path |
     records = [episode for run in runs for episode in run["episodes"]]
     summary = summarize(records)
     print(table(summary))
-    meta = {"from": [{"file": str(source), **run["meta"]} for source, run in zip(sources, runs)]}
+    # A merged file can be merged again: its runs are listed under "from" already.
+    meta = {"from": [entry for source, run in zip(sources, runs)
+                     for entry in run["meta"].get("from", [{"file": str(source), **run["meta"]}])]}
     if json_path:
         json_path.write_text(json.dumps({"episodes": records, "summary": summary, "meta": meta}, indent=1))
     if chart_path:
-        first = runs[0]["meta"]
+        first = meta["from"][0]
         counts = ", ".join(f"{config} {s['episodes']}" for config, s in summary.items())
         chart(summary, chart_path, f"{first['policy']} policy, {first['model'] or 'no model'}; episodes: {counts}")
 
