@@ -17,6 +17,7 @@ import json
 import platform
 import sys
 import time
+from collections import Counter
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 
@@ -114,6 +115,11 @@ def report_files(sources: list[Path], json_path: Path | None, chart_path: Path |
     """One table (and chart, and JSON) for the episodes of several runs, for example one run per configuration."""
     runs = [json.loads(source.read_text()) for source in sources]
     records = [episode for run in runs for episode in run["episodes"]]
+    keys = Counter((e["config"], e["task"], e["seed"]) for e in records)
+    twice = sorted(key for key, count in keys.items() if count > 1)
+    if twice:  # counted twice, an episode would weigh double in every rate
+        raise SystemExit(f"these episodes are in more than one file: {twice[:5]}; "
+                         "add seeds with --first-seed instead of running them again")
     summary = summarize(records)
     print(table(summary))
     # A merged file can be merged again: its runs are listed under "from" already.
@@ -129,7 +135,9 @@ def report_files(sources: list[Path], json_path: Path | None, chart_path: Path |
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="python -m helpers.agent_bench", description=__doc__.splitlines()[0])
-    parser.add_argument("--seeds", type=int, default=3, help="seeds 0 to N-1 (default 3)")
+    parser.add_argument("--seeds", type=int, default=3, help="how many seeds (default 3)")
+    parser.add_argument("--first-seed", type=int, default=0,
+                        help="start the seeds here (default 0), to add seeds to an earlier run with --from")
     parser.add_argument("--tasks", nargs="*", default=None, help="task ids (default: all)")
     parser.add_argument("--configs", nargs="*", default=list(CONFIGS), choices=CONFIGS)
     parser.add_argument("--policy", default="model", help="model, scripted or replay:PATH")
@@ -157,12 +165,13 @@ def main(argv: list[str] | None = None) -> None:
 
         conn = connect()
     backend = conn.profile.name if conn else None
+    seeds = range(args.first_seed, args.first_seed + args.seeds)
     print(f"policy {args.policy}, backend {backend}, model {conn.model if conn else None}, "
-          f"{len(tasks)} tasks x {args.seeds} seeds x {len(args.configs)} configs", flush=True)
+          f"{len(tasks)} tasks x seeds {list(seeds)} x {len(args.configs)} configs", flush=True)
     started, episodes = time.perf_counter(), []
     for config in args.configs:
         for task in tasks:
-            for seed in range(args.seeds):
+            for seed in seeds:
                 policy = make_policy(args.policy, task, seed, conn)
                 tracer = Tracer(args.trace / f"{config}-{task.id}-{seed}.jsonl") if args.trace else None
                 episode = run_episode(policy, task, seed, config, max_steps=args.max_steps, tracer=tracer,
@@ -174,7 +183,7 @@ def main(argv: list[str] | None = None) -> None:
     print(f"\n{command}  ({time.perf_counter() - started:.0f} s)")
     print(table(summary))
     meta = {"command": command, "policy": args.policy, "backend": backend, "model": conn.model if conn else None,
-            "dialect": conn.profile.dialect if conn else None, "seeds": list(range(args.seeds)),
+            "dialect": conn.profile.dialect if conn else None, "seeds": list(seeds),
             "tasks": [t.id for t in tasks], "configs": args.configs, "max_steps": args.max_steps,
             "narrowings": args.narrowings,
             "python": platform.python_version(), "packages": package_versions()}

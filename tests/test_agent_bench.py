@@ -54,6 +54,18 @@ def test_earlier_runs_are_reported_together(tmp_path, capsys):
     assert len(json.loads((tmp_path / "both.json").read_text())["episodes"]) == 2
 
 
+def test_more_seeds_join_an_earlier_run_but_the_same_episode_twice_does_not(tmp_path, capsys):
+    first, more = tmp_path / "a.json", tmp_path / "b.json"
+    main(["--policy", "scripted", "--seeds", "1", "--tasks", "price", "--configs", "bare", "--json", str(first)])
+    main(["--policy", "scripted", "--seeds", "2", "--first-seed", "1", "--tasks", "price", "--configs", "bare",
+          "--json", str(more)])
+    assert [e["seed"] for e in json.loads(more.read_text())["episodes"]] == [1, 2]
+    main(["--from", str(first), str(more), "--json", str(tmp_path / "all.json")])
+    assert [e["seed"] for e in json.loads((tmp_path / "all.json").read_text())["episodes"]] == [0, 1, 2]
+    with pytest.raises(SystemExit, match="more than one file"):
+        main(["--from", str(first), str(first)])
+
+
 def test_an_unknown_task_is_refused():
     with pytest.raises(SystemExit):
         main(["--policy", "scripted", "--tasks", "teleport"])
