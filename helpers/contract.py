@@ -158,14 +158,14 @@ def parse_json_object(text: str) -> dict:
 
 def not_plain(path: str, value: str) -> str:
     """A text with a character outside plain printable ASCII, or a double quote or backslash."""
-    odd = next(char for char in value if not _PLAIN.match(char))
+    odd = next(char for char in value if not _PLAIN.fullmatch(char))
     return f"{path}: expected plain text (printable ASCII without \" or \\), got {odd!r}"
 
 
 def _text_problems(path: str, value: Any, limit: int) -> list[str]:
     if not isinstance(value, str):
         return [wrong_type(path, "a string", value)]
-    problems = [] if _PLAIN.match(value) else [not_plain(path, value)]
+    problems = [] if _PLAIN.fullmatch(value) else [not_plain(path, value)]
     if len(value) > limit:
         problems.append(too_long(path, limit, len(value), "characters"))
     return problems

@@ -156,6 +156,8 @@ def test_valid_answer_has_no_problems():
         ({"answer": "x" * 101}, "answer: expected at most 100 characters, got 101"),
         ({"answer": "Caf\u00e9 opens at 8."}, "answer: expected plain text (printable ASCII without \" or \\), got '\u00e9'"),
         ({"answer": 'Say "hi".'}, "answer: expected plain text (printable ASCII without \" or \\), got '\"'"),
+        # Python's `$` also matches before a final newline; the check must not (Pydantic and the grammar do not).
+        ({"answer": "Opens at 8.\n"}, "answer: expected plain text (printable ASCII without \" or \\), got '\\n'"),
         ({"items": [{"name": "Gym", "value": "6"}, "Library"]}, "items[1]: expected an object, got a string"),
         ({"items": [{"name": "Gym", "value": 2}]}, "items[0].value: expected a string, got a number"),
         ({"items": [{"name": "Gym"}]}, "missing key: items[0].value"),
