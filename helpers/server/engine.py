@@ -134,6 +134,8 @@ class Engine:
             import llama_cpp
             from llama_cpp.llama_chat_format import Jinja2ChatFormatter
             from llguidance.llamacpp import lltokenizer_from_vocab
+
+            from helpers.server.guidance import TOKEN_SLICES
         except ImportError as exc:
             raise MissingDependency(f"the embedded model needs llama-cpp-python and llguidance ({exc}): "
                                     "run `pip install -r requirements.txt`") from exc
@@ -144,7 +146,7 @@ class Engine:
         self.vocab_size = self.llm.n_vocab()
         self.eos = self.llm.token_eos()
         self.end_of_generation = {t for t in range(self.vocab_size) if llama_cpp.llama_vocab_is_eog(self.llm._model.vocab, t)}
-        self.tokenizer = lltokenizer_from_vocab(self.llm._model.vocab)
+        self.tokenizer = lltokenizer_from_vocab(self.llm._model.vocab, slices=TOKEN_SLICES)
         self.formatter = Jinja2ChatFormatter(template=self.llm.metadata["tokenizer.chat_template"],
                                              eos_token="<|im_end|>", bos_token="<|im_start|>")
         self.queue = queue or RequestQueue()

@@ -4,11 +4,17 @@ A byte-level tokenizer stands in for the model's: grammars are tokenizer-indepen
 """
 import json
 
-import pytest
-from llguidance import LLTokenizer
+import re
 
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from llguidance import LLMatcher, LLTokenizer
+
+from helpers.contract import PLAIN_TEXT
 from helpers.dialects import Constraint
-from helpers.server.guidance import JSON_DEFAULTS, compile_matcher, grammar_text
+from helpers.server.guidance import JSON_DEFAULTS, TOKEN_SLICES, compile_matcher, grammar_text, length_in_pattern
+from helpers.steps import STEP_SCHEMA
 from helpers.server.protocol import RequestError
 
 BYTES = LLTokenizer("byte")
@@ -53,3 +59,89 @@ def test_a_keyword_llguidance_cannot_enforce_is_a_request_error_naming_the_field
     with pytest.raises(RequestError) as error:
         compile_matcher(Constraint("json_schema", schema, "response_format"), BYTES)
     assert error.value.param == "response_format" and error.value.status == 400
+
+
+BOUNDED_PLAIN = {"type": "string", "minLength": 2, "maxLength": 5, "pattern": PLAIN_TEXT}
+
+
+def test_a_length_is_written_into_a_one_class_pattern():
+    assert length_in_pattern(BOUNDED_PLAIN) == {"type": "string", "pattern": r"^[ !#-\[\]-~]{2,5}$"}
+    assert length_in_pattern({"maxLength": 7, "pattern": "^[a-z]*$"}) == {"pattern": "^[a-z]{0,7}$"}
+    assert length_in_pattern({"minLength": 1, "pattern": "^[a-z]*$"}) == {"pattern": "^[a-z]{1,}$"}
+
+
+@pytest.mark.parametrize("schema", [
+    {"maxLength": 5, "pattern": "^[a-z]+$"},      # not `*`
+    {"maxLength": 5, "pattern": "[a-z]*"},        # not anchored: any string with a run of letters matches
+    {"maxLength": 5, "pattern": "^[a-z]*x$"},     # more than one class
+    {"pattern": "^[a-z]*$"},                      # no length to write in
+    {"minLength": 6, "maxLength": 5, "pattern": "^[a-z]*$"},  # unsatisfiable: left for llguidance to judge
+    {"maxLength": 2.5, "pattern": "^[a-z]*$"},    # not a count
+], ids=["plus", "unanchored", "two-parts", "no-length", "min-above-max", "not-a-count"])
+def test_any_other_pattern_or_length_is_left_as_it_is(schema):
+    assert length_in_pattern(schema) == schema
+
+
+def test_subschemas_are_rewritten_everywhere_and_data_never():
+    data = {"pattern": "^[a-z]*$", "maxLength": 3}
+    schema = {"$defs": {"Short": {"maxLength": 3, "pattern": "^[a-z]*$"}},
+              "properties": {"pattern": {"anyOf": [{"maxLength": 4, "pattern": "^[a-z]*$"}, {"type": "null"}]},
+                             "fixed": {"const": data, "default": data, "enum": [data], "examples": [data]}},
+              "items": [{"maxLength": 1, "pattern": "^[a-z]*$"}]}
+    rewritten = length_in_pattern(schema)
+    assert rewritten["$defs"]["Short"] == {"pattern": "^[a-z]{0,3}$"}
+    assert rewritten["properties"]["pattern"]["anyOf"][0] == {"pattern": "^[a-z]{0,4}$"}
+    assert rewritten["items"] == [{"pattern": "^[a-z]{0,1}$"}]
+    assert rewritten["properties"]["fixed"] == schema["properties"]["fixed"]
+    assert schema["$defs"]["Short"] == {"maxLength": 3, "pattern": "^[a-z]*$"}  # the request's own schema is untouched
+
+
+@given(st.text(alphabet=st.sampled_from('ab "\\~\x7f\n\u00e9'), max_size=7))
+@settings(max_examples=300, deadline=None)
+def test_the_rewritten_schema_accepts_exactly_what_the_original_accepts(text):
+    document = json.dumps({"t": text})
+    original = {"type": "object", "properties": {"t": BOUNDED_PLAIN}, "required": ["t"], "additionalProperties": False}
+    # ECMA-262's `$`, not Python's: jsonschema's re.search would also take a "$" before a final newline.
+    expected = bool(re.fullmatch(r"[ !#-\[\]-~]*", text)) and 2 <= len(text) <= 5
+    for schema in (original, length_in_pattern(original)):
+        matcher = LLMatcher(BYTES, LLMatcher.grammar_from_json_schema(schema, defaults=JSON_DEFAULTS), log_level=0)
+        assert (matcher.consume_tokens(BYTES.tokenize_str(document)) and matcher.is_accepting()) == expected
+
+
+def test_the_slices_leave_every_mask_as_it_was():
+    """The slicer is an optimisation only: with or without it the matcher allows the same bytes at every step."""
+    step = json.dumps({"note": None, "thought": "Open the Red mug, then answer with its price.",
+                       "tool_call": {"tool_name": "answer", "content": "$33.50"}}, separators=(", ", ": "))
+    plain, sliced = (compile_matcher(Constraint("json_schema", STEP_SCHEMA, "response_format"), tokenizer)
+                     for tokenizer in (BYTES, LLTokenizer("byte", slices=TOKEN_SLICES)))
+    for token in BYTES.tokenize_str(step):
+        assert plain.compute_logit_bias() == sliced.compute_logit_bias()
+        assert plain.consume_token(token) and sliced.consume_token(token)
+    assert plain.is_accepting() and sliced.is_accepting()
+
+
+@pytest.mark.integration
+@pytest.mark.filterwarnings("ignore:llama_token_get_attr is deprecated:DeprecationWarning")  # llguidance's, per token
+def test_with_the_models_vocabulary_the_rewrite_and_slices_change_no_mask():
+    """On SmolLM2's own 49k-token vocabulary, step by step through a Step reply: the same allowed tokens with the
+    schema as sent and the plain tokenizer, as with the rewritten schema and the sliced one the server uses."""
+    llama_cpp = pytest.importorskip("llama_cpp")
+    from llguidance.llamacpp import lltokenizer_from_vocab
+    from llguidance.numpy import allocate_token_bitmask, fill_next_token_bitmask
+
+    from helpers.server.engine import model_path
+
+    vocab = llama_cpp.Llama(str(model_path()), vocab_only=True, verbose=False)
+    reply = json.dumps({"note": "The Red mug costs $33.50 on its page.", "thought": "I saw the price, so I answer.",
+                        "tool_call": {"tool_name": "answer", "content": "$33.50"}}, separators=(", ", ": "))
+    as_sent = LLMatcher(lltokenizer_from_vocab(vocab._model.vocab),
+                        LLMatcher.grammar_from_json_schema(STEP_SCHEMA, defaults=JSON_DEFAULTS), log_level=0)
+    served = compile_matcher(Constraint("json_schema", STEP_SCHEMA, "response_format"),
+                             lltokenizer_from_vocab(vocab._model.vocab, slices=TOKEN_SLICES))
+    masks = allocate_token_bitmask(2, vocab.n_vocab())
+    for token in vocab.tokenize(reply.encode(), add_bos=False, special=False):
+        fill_next_token_bitmask(as_sent, masks, 0)
+        fill_next_token_bitmask(served, masks, 1)
+        assert (masks[0] == masks[1]).all()
+        assert as_sent.consume_token(token) and served.consume_token(token)
+    assert as_sent.is_accepting() and served.is_accepting()
