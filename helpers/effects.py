@@ -43,7 +43,10 @@ class Entry:
 
 @dataclass
 class Ledger:
-    """Every side effect an episode attempted, in order: executed or blocked, asked for or not."""
+    """Every side effect an episode attempted, in order: executed or blocked, asked for or not.
+
+    A ledger can outlive an episode: the run after a restart, given the same ledger, does not do again what it
+    holds as executed."""
 
     entries: list[Entry] = field(default_factory=list)
 

@@ -200,12 +200,12 @@ def policy_violation(intent: Intent) -> str | None:
 
 
 def weigh_side_effects(effects: list[Effect], ctx: Context) -> tuple[str, str] | None:
-    """An effect that cannot be undone runs once per episode, and only when the user, asked now, approves."""
+    """An effect that cannot be undone runs once per ledger, and only when the user, asked now, approves."""
     for effect in effects:
         if not effect.irreversible:
             continue
         if ctx.ledger.executed(effect.key):
-            return "duplicate_side_effect", f"already done in this episode, not repeated: {effect.describe()}"
+            return "duplicate_side_effect", f"already done, not repeated: {effect.describe()}"
         if ctx.user is None:
             return "not_approved", f"{effect.describe()} cannot be undone, and there is no user to approve it"
         if not ctx.user.approve(effect):

@@ -9,6 +9,7 @@ from helpers.agent import CONFIGS, Episode, ReplayPolicy, run_episode, schema_pr
 from helpers.grounding import NARROWINGS
 from helpers.harness import Tracer
 from helpers.loop import Proposal, ScriptedProposer, execute
+from helpers.effects import Ledger
 from helpers.scripted_policy import ScriptedPolicy
 from helpers.tasks import load_tasks, start_app
 from helpers.users import SimulatedUser
@@ -154,6 +155,21 @@ def test_a_second_identical_order_is_refused_as_a_duplicate():
     assert [(o["executed"], o["blocked_by"]) for o in orders(governed)] == [(True, None),
                                                                            (False, "duplicate_side_effect")]
     assert [o["wanted"] for o in orders(governed)] == [True, False]  # blocked or not, the user wanted one order
+
+
+def test_after_a_restart_the_kept_ledger_refuses_the_order_again_and_the_user_is_not_asked():
+    kept = Ledger()
+    first = run_episode(scripted("order"), TASKS["order"], 0, "governed", ledger=kept)
+    assert first.success and [(o["executed"], o["asked"]) for o in orders(first)] == [(True, True)]
+    user = {}
+    again = run_episode(scripted("order"), TASKS["order"], 0, "governed", ledger=kept,
+                        make_user=lambda task, app: user.setdefault("it", SimulatedUser(task, app)))
+    assert [(o["executed"], o["blocked_by"], o["wanted"]) for o in orders(again)] == \
+           [(False, "duplicate_side_effect", False)]  # only this run's effects, and the order was not wanted again
+    assert user["it"].questions == [] and not again.success
+    assert sum(e["executed"] and e["action"] == "place_order" for e in kept.records()) == 1
+    fresh = run_episode(scripted("order"), TASKS["order"], 0, "governed")
+    assert fresh.success and len(orders(fresh)) == 1  # a new ledger: a new order, asked for again
 
 
 def test_a_reply_outside_the_turns_schema_is_never_dispatched():
