@@ -77,9 +77,11 @@ class ModeStats:
     compile_ms: list[float] = field(default_factory=list)
     mask_p50: list[float] = field(default_factory=list)
     mask_p99: list[float] = field(default_factory=list)
+    whole_mask_p50: list[float] = field(default_factory=list)
     prompt_tokens_per_s: list[float] = field(default_factory=list)
     fast_forward_batches: list[int] = field(default_factory=list)
     forced: int = 0
+    whole_masks: int = 0
     tokens: int = 0
     valid: int = 0
     stopped: int = 0
@@ -158,6 +160,9 @@ def record(stats: ModeStats, reply, schema: dict, guided: bool) -> None:
         stats.mask_p99.append(timings["mask_us_per_token_p99"])
         stats.fast_forward_batches.append(timings["fast_forward_batches"])
         stats.forced += timings["forced_tokens"]
+        stats.whole_masks += timings["whole_masks"]
+        if timings["whole_mask_us_p50"] is not None:
+            stats.whole_mask_p50.append(timings["whole_mask_us_p50"])
     stats.tokens += tokens
     valid = is_valid(reply.choices[0].message.content, schema)
     stopped = reply.choices[0].finish_reason == "stop"
@@ -194,7 +199,10 @@ def report(guided: ModeStats, plain: ModeStats, ready_s: float) -> str:
         ("forced tokens (of all output tokens)", "", f"{guided.forced}/{guided.tokens} "
                                                       f"({guided.forced / max(guided.tokens, 1):.0%})"),
         ("fast-forward batches per reply, median", "", f"{median(guided.fast_forward_batches):.0f}"),
-        ("mask time per token p50 / p99 (us)", "", f"{median(guided.mask_p50):.0f} / {p99}"),
+        ("grammar time per token p50 / p99 (us)", "", f"{median(guided.mask_p50):.0f} / {p99}"),
+        ("tokens that needed the whole mask", "", f"{guided.whole_masks}/{guided.tokens} "
+                                                   f"({guided.whole_masks / max(guided.tokens, 1):.0%})"),
+        ("whole mask, computed and applied, p50 (us)", "", f"{median(guided.whole_mask_p50):.0f}"),
         ("prompt evaluation, uncached (tokens/s)", f"{median(plain.prompt_tokens_per_s):.0f}",
          f"{median(guided.prompt_tokens_per_s):.0f}"),
         ("time to first token, median (ms)", f"{median(plain.ttft_ms):.1f}", f"{median(guided.ttft_ms):.1f}"),

@@ -26,7 +26,16 @@ import numpy as np
 from helpers.server import MissingDependency
 from helpers.server.protocol import ChatRequest, RequestError
 from helpers.server.request_queue import RequestQueue
-from helpers.server.sampling import Penalties, allowed_tokens, apply_mask, only_allowed, sample, top_candidates
+from helpers.server.sampling import (
+    Penalties,
+    allowed_tokens,
+    apply_mask,
+    can_check_after_drawing,
+    only_allowed,
+    sample,
+    sample_then_check,
+    top_candidates,
+)
 from helpers.server.stop_strings import StopScanner
 
 MODEL_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
@@ -117,6 +126,35 @@ class Backlog:
             self.waiting = []
 
 
+def may_be_forced(matcher: Any) -> bool:
+    """Whether the grammar may allow exactly one token next, so the whole mask is worth computing.
+
+    One allowed token means every way on starts with its bytes, so its first byte is forced, unless the
+    alternatives begin with bytes no token spells: in this vocabulary only a few control characters
+    (which JSON strings escape), bytes UTF-8 never uses, and 0xF1/0xF2, which start characters in
+    unassigned Unicode planes (tests/server/test_guidance.py lists them and walks grammars to check).
+    Where only end-of-text could follow, the matcher has already stopped and decoding has ended.
+    """
+    return bool(matcher.compute_ff_bytes())
+
+
+def percentile(values: list[float], q: float) -> float | None:
+    return round(float(np.percentile(values, q)), 1) if values else None
+
+
+def idle_cores(loadavg: Path = Path("/proc/loadavg")) -> int:
+    """Cores with nothing to run at this moment, by the kernel's count of runnable tasks (this one included).
+
+    Linux only (/proc/loadavg); elsewhere 0, which keeps every fast-forward batch on one thread.
+    """
+    try:
+        running = int(loadavg.read_text().split()[3].split("/")[0])
+        cores = len(os.sched_getaffinity(0))
+    except (OSError, ValueError, IndexError, AttributeError):
+        return 0
+    return max(0, cores - running)
+
+
 def unsatisfiable(request: ChatRequest, detail: str) -> RequestError:
     """The grammar needs text no token can spell: some bytes (0xF1, 0xFF, ...) have no token in this vocabulary."""
     field = request.constraint.field if request.constraint else None
@@ -203,14 +241,24 @@ class Engine:
         while common < limit and cached[common] == tokens[common]:
             common += 1
         self.llm.n_tokens = common
-        # Only the prompt gains from a second thread: a fast-forward batch is a few tokens, and more threads
-        # there would bring back the stalls under load that DECODE_THREADS avoids.
+        # A prompt is hundreds of tokens, worth a second thread even on a busy machine (`_evaluate` is warier).
         self._set_threads(self.n_threads_batch)
         try:
             self.llm.eval(tokens[common:])
         finally:
             self._set_threads(self.n_threads)
         return len(tokens) - common
+
+    def _evaluate(self, tokens: list[int]) -> None:
+        """Evaluate chosen and forced tokens; a batch takes a second thread when a core is idle right now.
+
+        A batch of 8 tokens at a 2,500-token context took 97 ms on one thread and 52 ms on two; on a
+        busy core a second thread stalls instead (DECODE_THREADS), so it is asked for only when the
+        kernel counts a core with nothing to run. The thread count does not change the logits.
+        """
+        if len(tokens) > 1:
+            self._set_threads(1 + min(self.n_threads_batch - 1, idle_cores()))
+        self.llm.eval(tokens)
 
     def _set_threads(self, batch_threads: int) -> None:
         import llama_cpp
@@ -232,12 +280,42 @@ class Engine:
         bitmask = allocate_token_bitmask(1, self.vocab_size)
         decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
         scanner = StopScanner(request.stop)
-        backlog = Backlog(self.llm.eval, FAST_FORWARD_LIMIT if job.fast_forward else 1)
-        mask_us: list[float] = []
+        backlog = Backlog(self._evaluate, FAST_FORWARD_LIMIT if job.fast_forward else 1)
+        # A trace shows every step's whole mask; otherwise a step computes it only when a token may be forced
+        # or the model's own draw breaks the grammar (`sample_then_check`).
+        check_after_drawing = not request.trace and can_check_after_drawing(request.temperature, request.top_p)
+        grammar_us: list[float] = []
+        whole_mask_us: list[float] = []
         tokens: list[int] = []
         trace: list[dict] = []
         forced_count = 0
+        grammar_s = 0.0
         finish_reason = "length"
+
+        def whole_mask() -> int | None:
+            """Fill `bitmask` for the next step; return the token it allows when it allows exactly one."""
+            fill_next_token_bitmask(matcher, bitmask, 0)
+            only = only_allowed(bitmask[0])
+            if only is None and not bitmask.any():
+                raise unsatisfiable(request, matcher.get_error())
+            return only
+
+        def allows(token: int) -> bool:
+            nonlocal grammar_s
+            checked = time.perf_counter()
+            allowed = matcher.validate_tokens([token]) == 1
+            grammar_s += time.perf_counter() - checked
+            return allowed
+
+        def restrict(logits: np.ndarray) -> None:
+            nonlocal grammar_s
+            masked = time.perf_counter()
+            whole_mask()
+            apply_mask(logits, bitmask[0])
+            spent = time.perf_counter() - masked
+            grammar_s += spent
+            whole_mask_us.append(spent * 1e6)
+
         started = time.perf_counter()
         prompt_evaluated = self._load_prompt(job.prompt_tokens)
         prompt_ms = (time.perf_counter() - started) * 1000
@@ -245,30 +323,33 @@ class Engine:
         while len(tokens) < job.max_tokens and not job.past_deadline():
             if client_gone():
                 raise Cancelled("the client disconnected")
-            mask_started, forced = time.perf_counter(), None
-            if matcher is not None:
-                fill_next_token_bitmask(matcher, bitmask, 0)
-                forced = only_allowed(bitmask[0])
-                if forced is None and not bitmask.any():
-                    raise unsatisfiable(request, matcher.get_error())
-            mask_s = time.perf_counter() - mask_started
+            grammar_s, forced, masked = 0.0, None, False
+            if matcher is not None and (not check_after_drawing or may_be_forced(matcher)):
+                mask_started = time.perf_counter()
+                forced, masked = whole_mask(), True
+                grammar_s = time.perf_counter() - mask_started
             token = forced
             if forced is None or request.trace:  # the model's logits are needed: it must catch up first
                 backlog.flush()
                 logits = self._logits()
                 penalties.apply(logits)  # before the mask, which always has the last word
                 raw_logits = logits.copy() if request.trace else None
-                if matcher is not None:
+                if masked:
                     apply_started = time.perf_counter()
                     apply_mask(logits, bitmask[0])
-                    mask_s += time.perf_counter() - apply_started
+                    grammar_s += time.perf_counter() - apply_started
                 if forced is None:  # a forced token draws no random number: fast-forward and step-by-step agree
-                    token = sample(logits, request.temperature, request.top_p, rng)
+                    if matcher is None or masked:
+                        token = sample(logits, request.temperature, request.top_p, rng)
+                    else:
+                        token = sample_then_check(logits, request.temperature, request.top_p, rng, allows, restrict)
                 if request.trace:
                     trace.append(self._trace_step(token, bitmask[0] if matcher is not None else None,
                                                   raw_logits, logits))
+            if masked:
+                whole_mask_us.append(grammar_s * 1e6)
             if matcher is not None:
-                mask_us.append(mask_s * 1e6)
+                grammar_us.append(grammar_s * 1e6)
                 forced_count += forced is not None
             first_token_at = first_token_at or time.perf_counter()
             if token in self.end_of_generation:
@@ -296,8 +377,10 @@ class Engine:
             "prompt_tokens_evaluated": prompt_evaluated,
             "time_to_first_token_ms": round((first_token_at - started) * 1000, 3),
             "decode_ms": round((ended - first_token_at) * 1000, 3),
-            "mask_us_per_token_p50": round(float(np.percentile(mask_us, 50)), 1) if mask_us else None,
-            "mask_us_per_token_p99": round(float(np.percentile(mask_us, 99)), 1) if mask_us else None,
+            "mask_us_per_token_p50": percentile(grammar_us, 50),
+            "mask_us_per_token_p99": percentile(grammar_us, 99),
+            "whole_masks": len(whole_mask_us),
+            "whole_mask_us_p50": percentile(whole_mask_us, 50),
             "forced_tokens": forced_count,
             "fast_forward_batches": backlog.batches,
         }

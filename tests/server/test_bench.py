@@ -67,13 +67,15 @@ def test_median_of_nothing_is_nan_not_zero():
 
 def test_the_report_shows_ratio_forced_share_mask_and_prompt_speed_side_by_side():
     guided = ModeStats(per_token_ms=[9.0], ttft_ms=[5.0], compile_ms=[2.0], mask_p50=[80.0], mask_p99=[400.0],
-                       prompt_tokens_per_s=[410.0], fast_forward_batches=[3], forced=30, tokens=120,
+                       whole_mask_p50=[150.0], prompt_tokens_per_s=[410.0], fast_forward_batches=[3], forced=30,
+                       whole_masks=48, tokens=120,
                        valid=4, stopped=4, stopped_valid=4, total=4)
     plain = ModeStats(per_token_ms=[10.0], ttft_ms=[5.0], prompt_tokens_per_s=[390.0], tokens=100,
                       valid=1, stopped=2, stopped_valid=1, total=4)
     table = report(guided, plain, ready_s=0.5)
     assert "| 0.900x |" in table
     assert "30/120 (25%)" in table and "| 80 / 400 |" in table
+    assert "| 48/120 (40%) |" in table and "| 150 |" in table
     assert "| 390 | 410 |" in table
     assert "1/4" in table and "4/4" in table and "1/2" in table and "0.50" in table
 

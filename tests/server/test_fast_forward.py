@@ -64,6 +64,31 @@ def test_fast_forward_gives_the_step_by_step_reply_token_for_token(engine, name,
     assert step.timings["fast_forward_batches"] == 0
 
 
+@pytest.mark.parametrize("idle", [0, 1], ids=["one-thread-batches", "two-thread-batches"])
+def test_batches_on_one_or_two_threads_give_the_same_reply(engine, monkeypatch, idle):
+    import helpers.server.engine as engine_module
+
+    schema, messages = CASES["per-screen"]
+    step = decode(engine, messages, schema, False, temperature=0.0)
+    monkeypatch.setattr(engine_module, "idle_cores", lambda: idle)
+    fast = decode(engine, messages, schema, True, temperature=0.0)
+    assert fast.tokens == step.tokens and fast.timings["fast_forward_batches"] > 0
+
+
+@pytest.mark.parametrize("name", CASES)
+def test_greedy_checked_after_drawing_is_greedy_under_the_whole_mask(engine, name):
+    """A trace computes the whole mask at every step; without one, greedy decoding draws first and checks the
+    token, computing the mask only where a token may be forced or the draw is refused. Same reply."""
+    schema, messages = CASES[name]
+    traced = decode(engine, messages, schema, False, temperature=0.0, x_trace=True)
+    checked = decode(engine, messages, schema, True, temperature=0.0)
+    assert checked.tokens == traced.tokens
+    assert checked.timings["forced_tokens"] == traced.timings["forced_tokens"]
+    assert traced.timings["whole_masks"] == len(traced.trace)
+    if name != "consts":  # all of whose tokens are forced but the enum's first: a mask at every step
+        assert checked.timings["whole_masks"] < len(traced.trace)
+
+
 def test_forced_runs_are_evaluated_in_batches(engine):
     schema, messages = CASES["consts"]
     fast = decode(engine, messages, schema, True, temperature=0.0)

@@ -145,3 +145,81 @@ def test_with_the_models_vocabulary_the_rewrite_and_slices_change_no_mask():
         assert (masks[0] == masks[1]).all()
         assert as_sent.consume_token(token) and served.consume_token(token)
     assert as_sent.is_accepting() and served.is_accepting()
+
+
+
+def walk_schemas():
+    """Schemas with keys, consts, enums, numbers, arrays, nulls and bounded free text."""
+    from helpers.contract import ANSWER_JSON_SCHEMA
+    from helpers.server.bench import cases
+
+    return {"step": STEP_SCHEMA, "answer": ANSWER_JSON_SCHEMA, "per-screen": cases("per-screen")[1].schema}
+
+
+def one_token_steps_are_never_missed(matcher: LLMatcher, tokenizer: LLTokenizer, seed: int, steps: int = 400) -> int:
+    """Walk the grammar on random allowed tokens; at each step where exactly one token is allowed,
+    `may_be_forced` must have said so. Returns how many such steps the walk met."""
+    import numpy as np
+    from llguidance.numpy import allocate_token_bitmask, fill_next_token_bitmask
+
+    from helpers.server.engine import may_be_forced
+    from helpers.server.sampling import allowed_tokens
+
+    vocab_size = tokenizer.vocab_size
+    rng, mask, met = np.random.default_rng(seed), allocate_token_bitmask(1, vocab_size), 0
+    for _ in range(steps):
+        if matcher.is_stopped():
+            break
+        hint = may_be_forced(matcher)
+        fill_next_token_bitmask(matcher, mask, 0)
+        allowed = np.flatnonzero(allowed_tokens(mask[0], vocab_size))
+        if allowed.size == 1:
+            met += 1
+            assert hint, matcher.get_error()
+        token = int(rng.choice(allowed))
+        if token == tokenizer.eos_token:
+            break
+        assert matcher.consume_token(token)
+    return met
+
+
+@pytest.mark.parametrize("constraint, text", [(Constraint("json_schema", {"const": "a"}, "response_format"), '"a"'),
+                                              (Constraint("regex", "ab", "guided_regex"), "ab")])
+def test_a_grammar_with_nothing_left_but_the_end_has_stopped(constraint, text):
+    matcher = compile_matcher(constraint, BYTES)
+    assert matcher.consume_tokens(BYTES.tokenize_str(text)) and matcher.is_stopped()
+
+
+@pytest.mark.parametrize("name", ["step", "answer", "per-screen"])
+def test_every_one_token_step_is_announced_by_a_forced_byte(name):
+    matcher = compile_matcher(Constraint("json_schema", walk_schemas()[name], "response_format"), BYTES)
+    assert sum(one_token_steps_are_never_missed(matcher.deep_copy(), BYTES, seed) for seed in range(5)) > 20
+
+
+@pytest.mark.integration
+@pytest.mark.filterwarnings("ignore:llama_token_get_attr is deprecated:DeprecationWarning")
+@pytest.mark.parametrize("name", ["step", "answer", "per-screen"])
+def test_with_the_models_vocabulary_every_one_token_step_is_announced(name):
+    """The model's vocabulary lacks a token for a few bytes; the walk shows they never hide a one-token step."""
+    llama_cpp = pytest.importorskip("llama_cpp")
+    from llguidance.llamacpp import lltokenizer_from_vocab
+
+    from helpers.server.engine import model_path
+
+    vocab = llama_cpp.Llama(str(model_path()), vocab_only=True, verbose=False)
+    tokenizer = lltokenizer_from_vocab(vocab._model.vocab, slices=TOKEN_SLICES)
+    matcher = compile_matcher(Constraint("json_schema", walk_schemas()[name], "response_format"), tokenizer)
+    assert sum(one_token_steps_are_never_missed(matcher.deep_copy(), tokenizer, seed) for seed in range(5)) > 20
+
+
+@pytest.mark.integration
+def test_the_bytes_without_a_token_of_their_own_are_the_ones_may_be_forced_names():
+    llama_cpp = pytest.importorskip("llama_cpp")
+    from helpers.server.engine import model_path
+
+    vocab = llama_cpp.Llama(str(model_path()), vocab_only=True, verbose=False)
+    single = {piece[0] for piece in (vocab.detokenize([token]) for token in range(vocab.n_vocab())) if len(piece) == 1}
+    control = {0x04, 0x06, 0x13, 0x14, 0x16, 0x1D}  # JSON escapes these inside strings
+    never_in_utf8 = {0xC0, 0xC1, *range(0xF5, 0x100)}
+    unassigned_planes = {0xF1, 0xF2}  # lead bytes of planes 4 to 11
+    assert set(range(256)) - single == control | never_in_utf8 | unassigned_planes

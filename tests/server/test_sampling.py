@@ -5,9 +5,11 @@ from helpers.server.sampling import (
     Penalties,
     allowed_tokens,
     apply_mask,
+    can_check_after_drawing,
     only_allowed,
     probabilities,
     sample,
+    sample_then_check,
     top_candidates,
 )
 
@@ -112,3 +114,53 @@ def test_repetition_comes_before_frequency_as_in_vllm():
     logits = np.array([4.0], dtype=np.float32)
     penalties.apply(logits)
     assert logits.tolist() == [1.0]  # 4 / 2 - 1, not (4 - 1) / 2
+
+
+def masked_copy(logits: np.ndarray, allowed: list[int]) -> np.ndarray:
+    masked = np.full_like(logits, -np.inf)
+    masked[allowed] = logits[allowed]
+    return masked
+
+
+def checked_draw(logits, allowed, temperature, rng, restricted):
+    def restrict(values):
+        restricted.append(True)
+        values[:] = masked_copy(values, allowed)
+
+    return sample_then_check(logits.copy(), temperature, 1.0, rng, lambda token: token in allowed, restrict)
+
+
+def test_a_draw_the_grammar_allows_stands_without_a_mask():
+    logits = np.array([0.0, 5.0, 1.0], dtype=np.float32)
+    restricted = []
+    assert checked_draw(logits, [1, 2], 0.0, np.random.default_rng(0), restricted) == 1 and not restricted
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_greedy_checked_after_drawing_is_greedy_over_the_allowed_tokens(seed):
+    logits = np.random.default_rng(seed).normal(size=64).astype(np.float32)
+    allowed = sorted(np.random.default_rng(seed + 100).choice(64, size=5, replace=False).tolist())
+    expected = sample(masked_copy(logits, allowed), 0.0, 1.0, np.random.default_rng(0))
+    assert checked_draw(logits, allowed, 0.0, np.random.default_rng(0), []) == expected
+
+
+def test_sampling_checked_after_drawing_follows_the_masked_distribution():
+    """p(a) + (1 - P) p(a) / P = p(a) / P: with P = 0.3 most first draws are refused, and the counts must still
+    match the masked distribution (a chi-squared bound that a draw from the unmasked one fails by far)."""
+    probs = np.array([0.5, 0.2, 0.1, 0.15, 0.05])
+    logits, allowed = np.log(probs).astype(np.float32), [2, 3, 4]
+    expected = probs[allowed] / probs[allowed].sum()
+    rng, draws = np.random.default_rng(7), 30_000
+    counts = np.bincount([checked_draw(logits, allowed, 1.0, rng, []) for _ in range(draws)], minlength=5)
+    assert counts[[0, 1]].sum() == 0
+    chi_squared = float((((counts[allowed] - draws * expected) ** 2) / (draws * expected)).sum())
+    assert chi_squared < 13.8  # p = 0.001 with 2 degrees of freedom
+    # The bound has power: had a refused draw fallen back to the likeliest allowed token instead of a redraw,
+    # the counts would sit near [0.1, 0.85, 0.05] and the statistic would be in the thousands.
+    fallback = probs[allowed] + (1 - probs[allowed].sum()) * np.array([0.0, 1.0, 0.0])
+    assert float((((counts[allowed] - draws * fallback) ** 2) / (draws * fallback)).sum()) > 1000
+
+
+@pytest.mark.parametrize("temperature, top_p, expected", [(0.0, 0.5, True), (0.7, 1.0, True), (0.7, 0.9, False)])
+def test_a_nucleus_needs_the_whole_mask_first(temperature, top_p, expected):
+    assert can_check_after_drawing(temperature, top_p) is expected
