@@ -10,6 +10,13 @@ there is nothing to choose, so the model is not asked. The token is taken, the m
 moves on, and the forced tokens are evaluated together with the next one the model
 does choose, in one batch. No random number is drawn for a forced token either way, so
 the reply is the one that step-by-step decoding gives for the same seed.
+
+Check, then mask: inside a string nearly the whole vocabulary is allowed, and a whole mask
+costs a hundred microseconds or more right after a model step, while checking one token costs
+a few. So where no byte is forced (`may_be_forced`), the token is drawn from the model's logits
+as they are and the grammar checks it; only a refused draw pays for the whole mask and a redraw
+(`sampling.sample_then_check`, which says why the reply follows the masked distribution exactly).
+A trace, or a nucleus (top_p < 1), computes the whole mask at every step.
 """
 from __future__ import annotations
 
