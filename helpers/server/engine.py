@@ -16,7 +16,8 @@ costs a hundred microseconds or more right after a model step, while checking on
 a few. So where no byte is forced (`may_be_forced`), the token is drawn from the model's logits
 as they are and the grammar checks it; only a refused draw pays for the whole mask and a redraw
 (`sampling.sample_then_check`, which says why the reply follows the masked distribution exactly).
-A trace, or a nucleus (top_p < 1), computes the whole mask at every step.
+A nucleus (top_p < 1) needs the whole mask at every step. A trace computes it at every step too,
+to show it, but draws as a reply without a trace does, so the two are the same reply.
 """
 from __future__ import annotations
 
@@ -288,9 +289,9 @@ class Engine:
         decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
         scanner = StopScanner(request.stop)
         backlog = Backlog(self._evaluate, FAST_FORWARD_LIMIT if job.fast_forward else 1)
-        # A trace shows every step's whole mask; otherwise a step computes it only when a token may be forced
-        # or the model's own draw breaks the grammar (`sample_then_check`).
-        check_after_drawing = not request.trace and can_check_after_drawing(request.temperature, request.top_p)
+        # A step computes the whole mask only when a token may be forced or the model's own draw breaks the
+        # grammar (`sample_then_check`); a trace computes it at every step, to show it, and draws the same way.
+        check_after_drawing = can_check_after_drawing(request.temperature, request.top_p)
         grammar_us: list[float] = []
         whole_mask_us: list[float] = []
         tokens: list[int] = []
@@ -323,6 +324,12 @@ class Engine:
             grammar_s += spent
             whole_mask_us.append(spent * 1e6)
 
+        def mask_allows(token: int) -> bool:  # a trace's check: the whole mask is there already
+            return bool((int(bitmask[0][token >> 5]) >> (token & 31)) & 1)
+
+        def apply_known_mask(logits: np.ndarray) -> None:
+            apply_mask(logits, bitmask[0])
+
         started = time.perf_counter()
         prompt_evaluated = self._load_prompt(job.prompt_tokens)
         prompt_ms = (time.perf_counter() - started) * 1000
@@ -330,10 +337,12 @@ class Engine:
         while len(tokens) < job.max_tokens and not job.past_deadline():
             if client_gone():
                 raise Cancelled("the client disconnected")
-            grammar_s, forced, masked = 0.0, None, False
-            if matcher is not None and (not check_after_drawing or may_be_forced(matcher)):
+            grammar_s, forced, masked, draw_first = 0.0, None, False, False
+            if matcher is not None:
                 mask_started = time.perf_counter()
-                forced, masked = whole_mask(), True
+                draw_first = check_after_drawing and not may_be_forced(matcher)
+                if request.trace or not draw_first:
+                    forced, masked = whole_mask(), True
                 grammar_s = time.perf_counter() - mask_started
             token = forced
             if forced is None or request.trace:  # the model's logits are needed: it must catch up first
@@ -341,16 +350,18 @@ class Engine:
                 logits = self._logits()
                 penalties.apply(logits)  # before the mask, which always has the last word
                 raw_logits = logits.copy() if request.trace else None
-                if masked:
+                if forced is None and draw_first:
+                    check, narrow = (mask_allows, apply_known_mask) if masked else (allows, restrict)
+                    token = sample_then_check(logits, request.temperature, request.top_p, rng, check, narrow)
+                elif masked:
                     apply_started = time.perf_counter()
                     apply_mask(logits, bitmask[0])
                     grammar_s += time.perf_counter() - apply_started
-                if forced is None:  # a forced token draws no random number: fast-forward and step-by-step agree
-                    if matcher is None or masked:
-                        token = sample(logits, request.temperature, request.top_p, rng)
-                    else:
-                        token = sample_then_check(logits, request.temperature, request.top_p, rng, allows, restrict)
+                if token is None:  # a forced token draws no random number: fast-forward and step-by-step agree
+                    token = sample(logits, request.temperature, request.top_p, rng)
                 if request.trace:
+                    if masked:  # the view after the mask, whether or not the draw needed it
+                        apply_mask(logits, bitmask[0])
                     trace.append(self._trace_step(token, bitmask[0] if matcher is not None else None,
                                                   raw_logits, logits))
             if masked:

@@ -149,9 +149,12 @@ def test_usage_and_timings_are_reported(client, model):
     assert reply.usage.prompt_tokens > 20 and reply.usage.completion_tokens > 5
     timings = reply.model_extra["timings"]
     assert set(timings) == {"grammar_compile_ms", "prompt_eval_ms", "prompt_tokens_evaluated", "time_to_first_token_ms",
-                            "decode_ms", "mask_us_per_token_p50", "mask_us_per_token_p99", "forced_tokens",
-                            "fast_forward_batches"}
+                            "decode_ms", "mask_us_per_token_p50", "mask_us_per_token_p99", "whole_masks",
+                            "whole_mask_us_p50", "forced_tokens", "fast_forward_batches"}
     assert timings["forced_tokens"] > 0 and timings["mask_us_per_token_p50"] > 0
+    # every forced token needed the whole mask to be known as forced; free text needed it rarely
+    assert timings["forced_tokens"] <= timings["whole_masks"] <= reply.usage.completion_tokens + 1
+    assert timings["whole_mask_us_p50"] > 0
     assert 0 < timings["fast_forward_batches"] < timings["forced_tokens"]
     assert 0 < timings["prompt_tokens_evaluated"] <= reply.usage.prompt_tokens
 

@@ -77,16 +77,28 @@ def test_batches_on_one_or_two_threads_give_the_same_reply(engine, monkeypatch, 
 
 @pytest.mark.parametrize("name", CASES)
 def test_greedy_checked_after_drawing_is_greedy_under_the_whole_mask(engine, name):
-    """A trace computes the whole mask at every step; without one, greedy decoding draws first and checks the
-    token, computing the mask only where a token may be forced or the draw is refused. Same reply."""
+    """Without a trace, greedy decoding draws first and has the grammar check the token, computing the whole mask
+    only where a token may be forced or the draw is refused. A trace shows the whole mask at every step: each
+    token must be the most likely one after it, and the reply the same as without a trace."""
     schema, messages = CASES[name]
     traced = decode(engine, messages, schema, False, temperature=0.0, x_trace=True)
     checked = decode(engine, messages, schema, True, temperature=0.0)
     assert checked.tokens == traced.tokens
+    assert all(step["token"] == step["top_after_mask"][0][0] for step in traced.trace)
     assert checked.timings["forced_tokens"] == traced.timings["forced_tokens"]
     assert traced.timings["whole_masks"] == len(traced.trace)
     if name != "consts":  # all of whose tokens are forced but the enum's first: a mask at every step
         assert checked.timings["whole_masks"] < len(traced.trace)
+
+
+@pytest.mark.parametrize("sampling", [{"temperature": 0.8, "seed": 3}, {"temperature": 1.0, "top_p": 0.9, "seed": 11}],
+                         ids=["t0.8", "t1-top_p"])
+def test_a_sampled_reply_is_the_same_with_a_trace(engine, sampling):
+    """A trace computes every mask to show it, but must not change what is drawn."""
+    schema, messages = CASES["per-screen"]
+    traced = decode(engine, messages, schema, False, x_trace=True, **sampling)
+    plain = decode(engine, messages, schema, True, **sampling)
+    assert plain.tokens == traced.tokens
 
 
 def test_forced_runs_are_evaluated_in_batches(engine):
