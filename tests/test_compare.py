@@ -139,9 +139,12 @@ def test_a_tiny_grid_against_the_embedded_server(server_url):
     assert [r.mode for r in results] == list(MODES) and all(len(r.trials) == 1 for r in results)
     by_mode = {r.mode: r.trials[0] for r in results}
     assert by_mode["guided_nvext"].completion_tokens and by_mode["guided_nvext"].ttft_s is not None
-    # The backend's own dialect is response_format here: the same request and seed, so the same reply (the server
-    # promises that whatever its prompt cache holds; guided_backend follows a different prompt, the others do not).
-    assert by_mode["guided_backend"].text == by_mode["guided_response_format"].text, "same request, another reply"
+    # Three spellings of one guided request, the same seed and the same cache state (each follows a request with
+    # the same messages), so the same reply. guided_backend sends what guided_response_format sends, but it is the
+    # first with these messages: the prompt's end is evaluated in a batch, which moves the logits in the last bits
+    # (README, "Prompt cache and reproducibility"), so its reply may differ.
+    texts = {by_mode[mode].text for mode in ("guided_nvext", "guided_structured_outputs", "guided_response_format")}
+    assert len(texts) == 1, "one request in three spellings, three replies"
     for mode in ("guided_nvext", "guided_structured_outputs", "guided_response_format"):
         text = by_mode[mode].text
         assert text.startswith("{")
