@@ -26,6 +26,7 @@ import importlib.util
 import os
 import time
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any, Callable
 
@@ -39,6 +40,7 @@ from helpers.server.sampling import (
     allowed_tokens,
     apply_mask,
     can_check_after_drawing,
+    mask_allows,
     only_allowed,
     sample,
     sample_then_check,
@@ -324,12 +326,6 @@ class Engine:
             grammar_s += spent
             whole_mask_us.append(spent * 1e6)
 
-        def mask_allows(token: int) -> bool:  # a trace's check: the whole mask is there already
-            return bool((int(bitmask[0][token >> 5]) >> (token & 31)) & 1)
-
-        def apply_known_mask(logits: np.ndarray) -> None:
-            apply_mask(logits, bitmask[0])
-
         started = time.perf_counter()
         prompt_evaluated = self._load_prompt(job.prompt_tokens)
         prompt_ms = (time.perf_counter() - started) * 1000
@@ -351,7 +347,10 @@ class Engine:
                 penalties.apply(logits)  # before the mask, which always has the last word
                 raw_logits = logits.copy() if request.trace else None
                 if forced is None and draw_first:
-                    check, narrow = (mask_allows, apply_known_mask) if masked else (allows, restrict)
+                    if masked:  # a trace's step: the whole mask is there already
+                        check, narrow = partial(mask_allows, bitmask[0]), partial(apply_mask, bitmask=bitmask[0])
+                    else:
+                        check, narrow = allows, restrict
                     token = sample_then_check(logits, request.temperature, request.top_p, rng, check, narrow)
                 elif masked:
                     apply_started = time.perf_counter()

@@ -29,6 +29,11 @@ def only_allowed(bitmask: np.ndarray) -> int | None:
     return int(words[0]) * 32 + word.bit_length() - 1
 
 
+def mask_allows(bitmask: np.ndarray, token: int) -> bool:
+    """Whether the packed bitmask allows `token`: one bit, read without unpacking the others."""
+    return bool((int(bitmask[token >> 5]) >> (token & 31)) & 1)
+
+
 def apply_mask(logits: np.ndarray, bitmask: np.ndarray) -> None:
     """Set every token the mask forbids to -inf, in place."""
     np.copyto(logits, -np.inf, where=~allowed_tokens(bitmask, logits.size))

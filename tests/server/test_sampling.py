@@ -6,6 +6,7 @@ from helpers.server.sampling import (
     allowed_tokens,
     apply_mask,
     can_check_after_drawing,
+    mask_allows,
     only_allowed,
     probabilities,
     sample,
@@ -66,6 +67,13 @@ def test_a_mask_allowing_one_token_names_it(token):
 @pytest.mark.parametrize("allowed", [[], [3, 4], [3, 40], [31, 95]])
 def test_a_mask_allowing_none_or_several_names_no_token(allowed):
     assert only_allowed(packed(allowed)) is None
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_one_bit_read_agrees_with_the_unpacked_mask(seed):
+    allowed = sorted(np.random.default_rng(seed).choice(96, size=9, replace=False).tolist()) + [31, 63, 95]
+    bitmask = packed(allowed)
+    assert [token for token in range(96) if mask_allows(bitmask, token)] == sorted(set(allowed))
 
 
 def test_apply_mask_leaves_allowed_logits_alone_and_forbids_the_rest():
