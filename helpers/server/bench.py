@@ -10,6 +10,9 @@ and with a penalty, and counts the replies that finish with `stop` before `max_t
 `--flood N` instead sends N requests at once, as a classroom might, and counts the answers:
 every client must get one (200, or 429 when the queue is full), none may hang or be dropped,
 and the server's resident memory is sampled throughout.
+
+`--settings` and `--batch-cost` time llama.cpp itself, no server: its settings side by side, and what a
+fast-forward batch saves against evaluating its tokens one by one, by context length.
 """
 from __future__ import annotations
 
@@ -52,6 +55,8 @@ PER_SCREEN_TASKS = ("sign_in", "price", "stock", "cheaper")
 SCHEMAS = ("step", "answer", "per-screen")
 # A prompt evaluation counts toward prompt tokens/s only when this much of it was not cached.
 UNCACHED_PROMPT_TOKENS = 256
+# The start of a Step reply: the tokens the llama.cpp measurements evaluate one by one and in a batch.
+BATCH_PROBE = b'{"note": null, "thought": "Type the user name first.", "tool_call": {'
 UNBOUNDED_CASES = Path(__file__).resolve().parents[2] / "data" / "bench" / "unbounded_strings.jsonl"
 # A moderate penalty of each kind, beside none at all; each is a separate run over every case.
 PENALTIES: dict[str, dict] = {
@@ -247,6 +252,54 @@ def termination(client, model: str, max_tokens: int, temperature: float, seeds: 
                            "output tokens, median"), rows)
 
 
+def one_by_one_and_batched(engine, context: int, tokens: list[int], batch_threads: int) -> tuple[float, float, float]:
+    """Evaluate `tokens` after the first `context` cached tokens one by one (on the decode thread), then again in
+    one batch (on `batch_threads`): ms per token each way, and how far the batch moved the last logits."""
+    engine.llm.n_tokens = context
+    started = time.perf_counter()
+    for token in tokens:
+        engine.llm.eval([token])
+    single_ms = (time.perf_counter() - started) / len(tokens) * 1000
+    one_by_one = engine._logits().copy()
+    engine.llm.n_tokens = context
+    engine._set_threads(batch_threads)
+    started = time.perf_counter()
+    engine.llm.eval(tokens)
+    batch_ms = (time.perf_counter() - started) / len(tokens) * 1000
+    engine._set_threads(engine.n_threads)
+    return single_ms, batch_ms, float(np.max(np.abs(engine._logits() - one_by_one)))
+
+
+def batch_cost(contexts: tuple[int, ...] = (40, 500, 1000, 2000, 3000), rounds: int = 3) -> str:
+    """What a fast-forward batch saves, by context length: one token against a batch of 8, per token.
+
+    With flash attention and without, on one thread and on two (the median of `rounds`); the last column is
+    how far the batch moves the logits from one-by-one evaluation, which must be 0 for fast-forward to keep a
+    reply token for token.
+    """
+    from helpers.server.engine import Engine
+
+    rows = []
+    for flash_attn in (True, False):
+        engine = Engine(n_ctx=4096, flash_attn=flash_attn)
+        filler = engine.llm.tokenize(b"The campus store sells mugs, hoodies and notebooks. " * 400, add_bos=True)
+        probe = engine.llm.tokenize(BATCH_PROBE, add_bos=False)[:8]
+        for context in contexts:
+            engine.llm.n_tokens = 0
+            engine._load_prompt(filler[:context])
+            runs = {threads: [one_by_one_and_batched(engine, context, probe, threads) for _ in range(rounds)]
+                    for threads in (1, 2)}
+            single_ms = median([run[0] for run in runs[1] + runs[2]])
+            batch_1, batch_2 = (median([run[1] for run in runs[threads]]) for threads in (1, 2))
+            moved = max(run[2] for run in runs[1] + runs[2])
+            rows.append(("on" if flash_attn else "off", context, f"{single_ms:.2f}", f"{batch_1:.2f}",
+                         f"{batch_2:.2f}", f"{batch_2 / single_ms:.2f}", f"{moved:.3f}"))
+        del engine
+    header = ("flash attention", "context (tokens)", "one token, 1 thread (ms)", "batch of 8, 1 thread (ms/token)",
+              "batch of 8, 2 threads (ms/token)", "2-thread batch / one token", "batch moves logits by")
+    return markdown_table(header, rows)
+
+
 def settings_sweep(flash_attn: tuple[bool, ...] = (False, True), batches: tuple[int, ...] = (128, 512, 2048),
                    prompt_threads: tuple[int, ...] = (1, 2), rounds: int = 4) -> str:
     """llama.cpp settings side by side on the `--schema step` prompt: the median of `rounds` runs in ABBA order.
@@ -260,7 +313,7 @@ def settings_sweep(flash_attn: tuple[bool, ...] = (False, True), batches: tuple[
     grid = [(fa, batch, threads) for fa in flash_attn for batch in batches for threads in prompt_threads]
     probe = Engine(n_ctx=4096)
     prompt = probe.prompt_tokens(cases("step")[0].messages)
-    reply = probe.llm.tokenize(b'{"note": null, "thought": "Type the user name first.", "tool_call": {', add_bos=False)
+    reply = probe.llm.tokenize(BATCH_PROBE, add_bos=False)
     del probe
     samples: dict[tuple, list[tuple[float, ...]]] = {setting: [] for setting in grid}
     for round_ in range(rounds):
@@ -270,16 +323,7 @@ def settings_sweep(flash_attn: tuple[bool, ...] = (False, True), batches: tuple[
             started = time.perf_counter()
             engine._load_prompt(prompt)
             prompt_s = time.perf_counter() - started
-            one_by_one, started = [], time.perf_counter()
-            for token in reply[:8]:
-                engine.llm.eval([token])
-                one_by_one = engine._logits().copy()
-            single_ms = (time.perf_counter() - started) / 8 * 1000
-            engine.llm.n_tokens = len(prompt)
-            started = time.perf_counter()
-            engine.llm.eval(reply[:8])
-            batch_ms = (time.perf_counter() - started) / 8 * 1000
-            moved = float(np.max(np.abs(engine._logits() - one_by_one)))
+            single_ms, batch_ms, moved = one_by_one_and_batched(engine, len(prompt), reply[:8], DECODE_THREADS)
             samples[setting].append((len(prompt) / prompt_s, single_ms, batch_ms, moved))
             del engine
     rows = []
@@ -380,6 +424,9 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--settings", action="store_true",
                         help="instead: llama.cpp settings (flash attention, batch size, prompt threads) side by "
                              "side, on the model directly, no server")
+    parser.add_argument("--batch-cost", action="store_true",
+                        help="instead: one token against a batch of 8, per token, by context length, with and "
+                             "without flash attention, on the model directly, no server")
     parser.add_argument("--threads", type=int, default=None, help="decode threads for the benchmark's server")
     parser.add_argument("--with-load", action="store_true",
                         help="with --flood: a second model server on --port + 1 decodes flat out meanwhile")
@@ -387,6 +434,10 @@ def main(argv: list[str] | None = None) -> None:
     if args.settings:
         print(f"python -m helpers.server.bench --settings  (model {MODEL_ID}, median of 4 runs per setting, ABBA)")
         print(settings_sweep())
+        return
+    if args.batch_cost:
+        print(f"python -m helpers.server.bench --batch-cost  (model {MODEL_ID}, median of 3 runs)")
+        print(batch_cost())
         return
     server_args = ("--threads", str(args.threads)) if args.threads else ()
     threads = f" --threads {args.threads}" if args.threads else ""

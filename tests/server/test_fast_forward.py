@@ -138,3 +138,16 @@ def test_a_penalty_changes_the_greedy_reply_but_never_its_validity(engine):
         assert penalised.text.startswith('{"story": "')
         if penalised.finish_reason == "stop":
             jsonschema.validate(json.loads(penalised.text), schema)
+
+
+def test_the_batch_cost_table_holds_flash_attention_to_exact_batches():
+    """`bench --batch-cost`: a row per setting and context, and its last column the reason flash attention is on."""
+    from helpers.server.bench import batch_cost
+
+    lines = batch_cost(contexts=(40, 300), rounds=1).splitlines()
+    rows = [[cell.strip() for cell in line.strip("|").split("|")] for line in lines[2:]]
+    assert [(row[0], row[1]) for row in rows] == [("on", "40"), ("on", "300"), ("off", "40"), ("off", "300")]
+    moved = {(row[0], row[1]): float(row[-1]) for row in rows}
+    assert moved[("on", "40")] == moved[("on", "300")] == 0.0
+    assert moved[("off", "300")] > 0.01
+    assert all(float(value) > 0 for row in rows for value in row[2:6])
