@@ -1,1 +1,29 @@
-"""Structured outputs for LLM agents: the code the workshop notebooks build, importable."""
+"""Structured outputs for LLM agents: the code the workshop notebooks build, importable.
+
+The lesson modules stand here in notebook order; each imports only from its own notebook's modules and
+earlier ones (a test walks the imports). Everything that is not a lesson lives in a subpackage.
+
+| notebook | module         | what it holds                                                              |
+|----------|----------------|----------------------------------------------------------------------------|
+| 01       | `contract`     | the final-answer contract, parsed and checked in plain Python              |
+| 01       | `assistant`    | the campus assistant: its knowledge base, prompt and eval questions        |
+| 01       | `bounds`       | the longest reply a schema allows, in bytes                                |
+| 02       | `steps`        | the contract in Pydantic, and the Holo3 `Step` union                        |
+| 03       | `loop`         | the Holo3 JSON agent loop, one schema-constrained step per turn            |
+| 04       | `ladder`       | parse -> validate -> repair once -> deterministic fallback                 |
+| 04       | `instruction`  | what the user's instruction spells out (what may be typed, and where)      |
+| 04       | `harness`      | the model proposes, the harness disposes: intents checked before any effect |
+| 04       | `pipeline`     | the campus assistant end to end: ask, ladder, harness                      |
+| 05       | `compare`      | prompt-only against guided decoding in every dialect: `python -m helpers.compare` |
+| 05       | `mask_view`    | per token, what the grammar allowed                                        |
+| 06       | `grounding`    | schemas built from the context each turn                                   |
+| 06       | `agent`        | the Holo3 loop governed by the harness                                     |
+| 06       | `agent_bench`  | the configurations side by side: `python -m helpers.agent_bench`          |
+
+| subpackage  | what it holds                                                                          |
+|-------------|----------------------------------------------------------------------------------------|
+| `world`     | the simulated store, its tasks, side effects, the simulated user, scripted and replayed policies |
+| `runtime`   | choosing a backend and its dialect, installing, the notebooks' setup, publishing, paths |
+| `server`    | the embedded model's OpenAI-compatible HTTP server                                     |
+| `exercises` | the checks behind each notebook's exercises                                            |
+"""

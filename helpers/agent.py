@@ -32,20 +32,19 @@ from typing import Any, Callable, Iterable
 from jsonschema import Draft202012Validator
 from jsonschema.exceptions import best_match
 
-from helpers.effects import Ledger
 from helpers.grounding import NARROWINGS, Grounding, grounded_step_schema
-from helpers.harness import Context, Decision, Tracer, User, decide
+from helpers.harness import Context, Decision, Tracer, User, governed_turn, record_effects
 from helpers.instruction import typing_asked_for
 from helpers.ladder import Contract, LadderRecord, Reply, climb, model_repair, step_fallback
-from helpers.loop import (EVICTED, Policy, Proposal, apply_step, execute, observation_message, per_screen_schema,
+from helpers.loop import (EVICTED, Policy, Proposal, Turn, apply_step, observation_message, per_screen_schema,
                           system_prompt, tool_output_message, trim_to_last_n_images)
-from helpers.screen import CampusStore
 from helpers.steps import STEP_SCHEMA, STEP_TOKENS, Step, model_errors
-from helpers.tasks import Task, instruction, start_app, succeeded, wanted
-from helpers.users import SimulatedUser
+from helpers.world.effects import Ledger
+from helpers.world.screen import CampusStore
+from helpers.world.tasks import Task, instruction, start_app, succeeded, wanted
+from helpers.world.users import SimulatedUser
 
 CONFIGS = ("bare", "per_screen", "grounded", "governed")
-PLAN_NOTED = "plan noted; a plan grants no permission"
 MAX_STEPS = 12
 # A 12-step episode of the embedded model reads about 4,000 prompt tokens a step.
 TOKEN_BUDGET = 100_000
@@ -121,21 +120,6 @@ class ReplayPolicy:
         raw = self.replies[self.turn] if self.turn < len(self.replies) else ""
         self.turn += 1
         return Proposal(raw)
-
-
-@dataclass
-class Turn:
-    screen_text: str
-    screenshot_png_b64: str
-    raw: str
-    step: dict | None
-    rung: str
-    decision: dict | None
-    tool_output: str
-    side_effects: list[dict]
-    usage: dict | None
-    seconds: float
-    finish_reason: str | None
 
 
 @dataclass
@@ -242,8 +226,8 @@ def run_episode(policy: Policy, task: Task, seed: int = 0, config: str = "govern
         usages += turn_usages
         seconds = time.perf_counter() - turn_started
         new_effects = [entry.record() for entry in ctx.ledger.entries[before:]]
-        episode.turns.append(Turn(screen, screenshot, proposal.raw, step, rung, verdict, output, new_effects,
-                                  proposal.usage, round(seconds, 3), proposal.finish_reason))
+        episode.turns.append(Turn(screen, screenshot, proposal.raw, step, output, round(seconds, 3), proposal.usage,
+                                  proposal.finish_reason, rung=rung, decision=verdict, side_effects=new_effects))
         if tracer is not None and decision is not None:
             tracer.write(number, proposal.raw, ladder, decision, seconds, _sum_usage(turn_usages), new_effects)
         grounding.last_call = step["tool_call"] if step else None
@@ -282,11 +266,6 @@ def _ending(step: dict | None, decision: Decision | None, governed: bool) -> str
     return {"answer": "answered", "abort": "aborted"}.get(tool)
 
 
-def _record_effects(app: CampusStore, since: int, ctx: Context, asked: Callable[[Any], bool]) -> None:
-    for effect in app.effects[since:]:
-        ctx.ledger.ran(effect, asked(effect))
-
-
 def _direct_turn(proposal: Proposal, schema: dict, app: CampusStore, ctx: Context,
                  messages: list[dict]) -> tuple[dict | None, str]:
     """Notebook 03's turn: a valid step runs at once. Nobody approves anything, so no order counts as asked for;
@@ -297,32 +276,9 @@ def _direct_turn(proposal: Proposal, schema: dict, app: CampusStore, ctx: Contex
         return None, error
     since = len(app.effects)
     step, _, result = apply_step(proposal, app, messages)
-    _record_effects(app, since, ctx, lambda e: not e.irreversible and typing_asked_for(
+    record_effects(app, since, ctx, lambda e: not e.irreversible and typing_asked_for(
         ctx.instruction, e.text, e.field)[0])
     return step, result
-
-
-def governed_turn(data: dict, app: CampusStore, ctx: Context, user: User) -> tuple[dict, Decision, str]:
-    """Decide, then dispatch or refuse: the model's step never reaches the app but through the harness.
-
-    Returns the step, the harness's decision, and the text that goes back to the model ("" when the step ends the
-    run: an answer or an abort). Every side effect the app reports is entered in `ctx.ledger`, asked for or not.
-    """
-    step = Step.model_validate(data)
-    decision = decide(data, ctx)
-    if not decision.allowed:
-        return step.model_dump(), decision, decision.tool_output()
-    kind = decision.intent.kind
-    if kind == "tool_request":
-        since = len(app.effects)
-        result = execute(step, app)
-        _record_effects(app, since, ctx, lambda e: e.key in decision.asked)
-        return step.model_dump(), decision, tool_output_message(step.tool_call.tool_name, result)["content"]
-    if kind == "clarification":
-        return step.model_dump(), decision, tool_output_message("ask_user", user.reply(step.tool_call.question))["content"]
-    if kind == "plan_update":
-        return step.model_dump(), decision, tool_output_message("update_plan", PLAN_NOTED)["content"]
-    return step.model_dump(), decision, ""
 
 
 def governed_repair(conn, max_tokens: int = STEP_TOKENS) -> Callable[[dict], Callable[[list[dict]], Reply]]:

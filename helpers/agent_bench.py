@@ -1,7 +1,7 @@
 """Benchmark the agent configurations side by side: `python -m helpers.agent_bench --seeds 3`.
 
 Runs every task x seed in each configuration (`bare`, `per_screen`, `grounded`, `governed`; see
-`helpers.agent`) on whatever `helpers.backends.connect()` selects, or on a policy that needs no model:
+`helpers.agent`) on whatever `helpers.runtime.backends.connect()` selects, or on a policy that needs no model:
 
     --policy model          the model (default)
     --policy scripted       the scripted reference policy (no model): the upper bound, and a check of the app
@@ -14,33 +14,19 @@ from __future__ import annotations
 
 import argparse
 import json
-import platform
 import sys
 import time
 from collections import Counter
-from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 
 from helpers.agent import CONFIGS, MAX_STEPS, Episode, ReplayPolicy, governed_repair, run_episode, summarize
 from helpers.grounding import NARROWINGS
 from helpers.harness import Tracer
 from helpers.loop import ModelPolicy, ScriptedProposer
-from helpers.scripted_policy import ScriptedPolicy
+from helpers.runtime.versions import software_versions
 from helpers.steps import STEP_TOKENS
-from helpers.tasks import Task, load_tasks
-
-PACKAGES = ("openai", "pydantic", "llguidance", "llama_cpp_python", "jsonschema")
-
-
-def package_versions() -> dict[str, str | None]:
-    found = {}
-    for name in PACKAGES:
-        try:
-            found[name] = version(name)
-        except PackageNotFoundError:
-            found[name] = None
-    return found
-
+from helpers.world.scripted_policy import ScriptedPolicy
+from helpers.world.tasks import Task, load_tasks
 
 def make_policy(kind: str, task: Task, seed: int, conn):
     if kind == "model":
@@ -161,7 +147,7 @@ def main(argv: list[str] | None = None) -> None:
         tasks = [t for t in tasks if t.id in args.tasks]
     conn = None
     if args.policy == "model":
-        from helpers.backends import connect
+        from helpers.runtime.backends import connect
 
         conn = connect()
     backend = conn.profile.name if conn else None
@@ -185,8 +171,7 @@ def main(argv: list[str] | None = None) -> None:
     meta = {"command": command, "policy": args.policy, "backend": backend, "model": conn.model if conn else None,
             "dialect": conn.profile.dialect if conn else None, "seeds": list(seeds),
             "tasks": [t.id for t in tasks], "configs": args.configs, "max_steps": args.max_steps,
-            "narrowings": args.narrowings,
-            "python": platform.python_version(), "packages": package_versions()}
+            "narrowings": args.narrowings, "versions": software_versions()}
     if args.json:
         args.json.parent.mkdir(parents=True, exist_ok=True)
         args.json.write_text(json.dumps({"episodes": [e.record() for e in episodes], "summary": summary,

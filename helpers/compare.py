@@ -9,11 +9,9 @@ from __future__ import annotations
 
 import argparse
 import json
-import platform
 import sys
 import time
 from dataclasses import asdict, dataclass, field
-from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import Any, Callable
 
@@ -22,13 +20,14 @@ import openai
 
 from helpers.assistant import ENTRIES, fact_line
 from helpers.contract import ANSWER_JSON_SCHEMA, ANSWER_TOKENS, parse_json_object, validate_answer
-from helpers.dialects import guided_json
 from helpers.ladder import ANSWER_CONTRACT, STEP_CONTRACT, climb, model_repair
 from helpers.loop import execute, system_prompt
-from helpers.paths import DATA
-from helpers.scripted_policy import ScriptedPolicy
+from helpers.runtime.dialects import guided_json
+from helpers.runtime.paths import DATA
+from helpers.runtime.versions import software_versions
 from helpers.steps import STEP_SCHEMA, STEP_TOKENS, Step, model_errors
-from helpers.tasks import instruction, load_tasks, start_app
+from helpers.world.scripted_policy import ScriptedPolicy
+from helpers.world.tasks import instruction, load_tasks, start_app
 
 MODES: dict[str, str] = {
     "prompt_only": "schema in the prompt, no constraint",
@@ -263,20 +262,10 @@ def failure_reason(error: openai.APIError) -> str:
 
 # --- results: save, load, chart -----------------------------------------------------------------------------
 
-def versions() -> dict[str, str]:
-    found = {"python": platform.python_version()}
-    for package in ("openai", "pydantic", "llguidance", "llama-cpp-python"):
-        try:
-            found[package] = version(package)
-        except PackageNotFoundError:
-            found[package] = "not installed"
-    return found
-
-
 def save_results(results: list[ModeResult], conn, n: int, path: Path | str) -> None:
     payload = {"backend": conn.profile.name, "model": conn.model, "dialect": conn.profile.dialect,
                "dialect_reason": conn.profile.dialect_reason, "n": n,
-               "seeds": list(range(n)), "versions": versions(),
+               "seeds": list(range(n)), "versions": software_versions(),
                "modes": [{**asdict(r), "metrics": r.metrics()} for r in results]}
     Path(path).parent.mkdir(parents=True, exist_ok=True)
     Path(path).write_text(json.dumps(payload, indent=1))
@@ -335,7 +324,7 @@ def plot_results(results: list[ModeResult], title_suffix: str = ""):
 
 
 def main(argv: list[str] | None = None) -> None:
-    from helpers.backends import BackendError, connect
+    from helpers.runtime.backends import BackendError, connect
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--n", type=int, default=50, help="trials per mode")

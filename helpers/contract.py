@@ -73,6 +73,11 @@ def type_name(value: Any) -> str:
     return _TYPE_NAMES.get(type(value), type(value).__name__)
 
 
+def json_path(location: tuple[str | int, ...]) -> str:
+    """Where a problem is, the way every message here names it: ('items', 1, 'name') -> items[1].name."""
+    return "".join(f"[{part}]" if isinstance(part, int) else f".{part}" for part in location).lstrip(".")
+
+
 def wrong_type(path: str, expected: str, value: Any) -> str:
     """A type problem, e.g. items[1]: expected an object, got a string (no path at the top level)."""
     where = f"{path}: " if path else ""

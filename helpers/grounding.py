@@ -30,15 +30,15 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from helpers.effects import Effect
 from helpers.instruction import answer_phrases, credentials, names, phrases, orders, quoted
-from helpers.screen import CampusStore, Element
+from helpers.loop import clicks, closed_call
 from helpers.steps import STEP_SCHEMA, TOOL_MODELS
+from helpers.world.effects import Effect
+from helpers.world.screen import CampusStore, Element
 
 NARROWINGS = ("clicks", "typing", "answers", "notes", "focus", "no_repeat", "no_backtrack", "fields", "relevance",
               "named_effects", "order_first", "answer_when_shown", "stuck_intents")
 VALUE_MAX_LENGTH = 30  # a price, a count, a SKU, a receipt URL, a product name; not a sentence
-CLICKABLE = ("textbox", "button", "link")
 
 
 @dataclass
@@ -81,22 +81,9 @@ def screen_facts(app: CampusStore) -> list[str]:
             if el.role == "text" and ": " in el.name and len(el.name.split(": ", 1)[1]) <= VALUE_MAX_LENGTH]
 
 
-def _closed(tool: str, properties: dict[str, Any], required: Iterable[str] | None = None) -> dict[str, Any]:
-    properties = {"tool_name": {"const": tool}, **properties}
-    return {"type": "object", "additionalProperties": False, "properties": properties,
-            "required": list(required if required is not None else properties)}
-
-
 def _free_text(tool: str) -> dict[str, Any]:
     """A tool as `Step` declares it, for tools no narrowing touches."""
     return STEP_SCHEMA["$defs"][TOOL_MODELS[tool].__name__]
-
-
-def clicks(app: CampusStore) -> list[dict[str, Any]]:
-    """One click per element on this screen, its name and centre fixed."""
-    return [_closed("click", {"element": {"const": el.name}, "x": {"const": el.grid_center()[0]},
-                              "y": {"const": el.grid_center()[1]}})
-            for el in app.elements() if el.role in CLICKABLE]
 
 
 def typing(instruction: str, box: Element | None = None) -> list[dict[str, Any]]:
@@ -105,7 +92,7 @@ def typing(instruction: str, box: Element | None = None) -> list[dict[str, Any]]
     allowed = fitting(instruction, box) if box is not None else phrases(instruction)
     # A search box is submitted with Enter; in any other box Enter would submit a form half filled in.
     enter = {"const": box.input_type == "search"} if box is not None else {"type": "boolean"}
-    return [_closed("write", {"content": {"enum": allowed}, "press_enter": enter},
+    return [closed_call("write", {"content": {"enum": allowed}, "press_enter": enter},
                     ["tool_name", "content"])] if allowed else []
 
 
@@ -155,7 +142,7 @@ def answer_values(seen: list[str], instruction: str) -> list[str]:
 
 def answers(seen: list[str], instruction: str) -> list[dict[str, Any]]:
     allowed = answer_values(seen, instruction)
-    return [_closed("answer", {"content": {"enum": allowed}})] if allowed else []
+    return [closed_call("answer", {"content": {"enum": allowed}})] if allowed else []
 
 
 def relevant(facts: list[str], instruction: str) -> list[str]:

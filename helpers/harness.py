@@ -22,9 +22,11 @@ from pathlib import Path
 from typing import Any, Callable, Protocol
 
 from helpers.contract import is_fallback
-from helpers.effects import Effect, Ledger
 from helpers.instruction import typing_asked_for
-from helpers.steps import TOOL_MODELS, IntentKind, model_errors
+from helpers.loop import execute, tool_output_message
+from helpers.steps import TOOL_MODELS, IntentKind, Step, model_errors
+from helpers.world.effects import Effect, Ledger
+from helpers.world.screen import CampusStore
 
 # When one reply holds several intents, the first kind in this list wins. A side effect never rides along
 # with another intent: a tool request only runs when it is the reply's one and only intent.
@@ -35,6 +37,7 @@ SPECIAL_TOOLS: tuple[str, ...] = tuple(name for name, kind in INTENTS.items() if
 ROLES: dict[str, frozenset[str]] = {"shopper": frozenset(ACTIONS),
                                     "viewer": frozenset(ACTIONS) - {"write"}}  # a viewer looks, never types
 REFUSAL = re.compile(r"^\s*$|\b(i can(no|')t|i am unable|i'm unable|i won't|i will not|sorry)\b", re.IGNORECASE)
+PLAN_NOTED = "plan noted; a plan grants no permission"
 MAX_TYPED_CHARACTERS = 40  # tighter than the schema (60): policy is the harness's, not the format's
 DENY_LIST: list[tuple[str, str, re.Pattern]] = [
     ("write", "content", re.compile(r"(?i)drop\s+table|rm\s+-rf|<script")),
@@ -242,3 +245,32 @@ def summarize_trace(path: Path | str) -> dict:
             "fallback_rate": sum(line["fallback"] is not None for line in lines) / turns,
             "rejections": dict(Counter(line["decision"]["cause"] for line in lines
                                        if not line["decision"]["allowed"]))}
+
+
+
+def record_effects(app: CampusStore, since: int, ctx: Context, asked: Callable[[Any], bool]) -> None:
+    for effect in app.effects[since:]:
+        ctx.ledger.ran(effect, asked(effect))
+
+
+def governed_turn(data: dict, app: CampusStore, ctx: Context, user: User) -> tuple[dict, Decision, str]:
+    """Decide, then dispatch or refuse: the model's step never reaches the app but through the harness.
+
+    Returns the step, the harness's decision, and the text that goes back to the model ("" when the step ends the
+    run: an answer or an abort). Every side effect the app reports is entered in `ctx.ledger`, asked for or not.
+    """
+    step = Step.model_validate(data)
+    decision = decide(data, ctx)
+    if not decision.allowed:
+        return step.model_dump(), decision, decision.tool_output()
+    kind = decision.intent.kind
+    if kind == "tool_request":
+        since = len(app.effects)
+        result = execute(step, app)
+        record_effects(app, since, ctx, lambda e: e.key in decision.asked)
+        return step.model_dump(), decision, tool_output_message(step.tool_call.tool_name, result)["content"]
+    if kind == "clarification":
+        return step.model_dump(), decision, tool_output_message("ask_user", user.reply(step.tool_call.question))["content"]
+    if kind == "plan_update":
+        return step.model_dump(), decision, tool_output_message("update_plan", PLAN_NOTED)["content"]
+    return step.model_dump(), decision, ""

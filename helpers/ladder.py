@@ -5,19 +5,7 @@ says how to validate and what the fallback is. Whatever the model wrote, `climb`
 returns an object that is valid under the contract, and a record of every rung.
 
 The repair prompt defaults to `plain`, the NIM workshop's own, because it measured no worse than the
-schema-embedding one and costs less. Notebook 04's measurement with STRIDE = 1 (SmolLM2-135M, embedded
-server, 2026-11-30: the 30 broken, non-empty corpus replies and the model's replies to the 21 eval
-questions, 17 of which needed a repair):
-
-| repair                 | corpus repaired | live repaired | time, corpus | kept "10:00" |
-|------------------------|-----------------|---------------|--------------|--------------|
-| plain, prompt-only     | 0 of 30         | 0 of 17       | 39 s         |              |
-| schema, prompt-only    | 0 of 30         | 0 of 17       | 50 s         |              |
-| guided, plain prompt   | 30 of 30        | 17 of 17      | 31 s         | 23 of 28     |
-| guided, schema prompt  | 30 of 30        | 17 of 17      | 34 s         | 24 of 28     |
-
-Prompt-only, neither prompt rescued a reply; with the schema in the prompt, 40 of the 47 repairs copied
-the schema back instead. Guided, both prompts repair everything, one kept fact apart.
+schema-embedding one and costs less (notebook 04 measures both; docs/results.md keeps the full run).
 """
 from __future__ import annotations
 

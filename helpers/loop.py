@@ -14,14 +14,14 @@ import json
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from collections.abc import Iterable
 from typing import Any, Callable, Protocol
 
 from pydantic import ValidationError
 
-from helpers.grounding import clicks
-from helpers.screen import CampusStore
 from helpers.steps import STEP_SCHEMA, STEP_TOKENS, Step, dispatch, render_tool_list
-from helpers.tasks import Task, instruction, start_app, succeeded
+from helpers.world.screen import CLICKABLE, CampusStore
+from helpers.world.tasks import Task, instruction, start_app, succeeded
 
 EVICTED = "[screenshot evicted]"
 BUDGET_EXHAUSTED = "Step budget exhausted"
@@ -88,7 +88,7 @@ class Policy(Protocol):
 
 
 class ModelPolicy:
-    """Ask a model through a `helpers.backends.Connection`, the schema enforced in the backend's own dialect."""
+    """Ask a model through a `helpers.runtime.backends.Connection`, the schema enforced in the backend's own dialect."""
 
     def __init__(self, conn, schema_for: Callable[[CampusStore], dict] = lambda app: STEP_SCHEMA,
                  temperature: float = 0.0, seed: int | None = 0, max_tokens: int = STEP_TOKENS):
@@ -116,18 +116,24 @@ class ScriptedProposer:
 
 @dataclass
 class Turn:
-    screenshot_png_b64: str
+    """One turn as a trace keeps it. The loop of this notebook fills the first part; the governed agent
+    (notebook 06) also records the repair ladder's rung, the harness's decision and the side effects."""
+
     screen_text: str
+    screenshot_png_b64: str
     raw: str
     step: dict | None
-    error: str | None
     tool_output: str
     seconds: float
     usage: dict | None
-    timings: dict | None
     finish_reason: str | None
-    images_in_prompt: int
-    prompt_tokens: int | None
+    error: str | None = None
+    timings: dict | None = None
+    images_in_prompt: int | None = None
+    prompt_tokens: int | None = None
+    rung: str | None = None
+    decision: dict | None = None
+    side_effects: list[dict] = field(default_factory=list)
 
 
 @dataclass
@@ -187,9 +193,9 @@ def run_episode(policy: Policy, task: Task, seed: int = 0, max_steps: int = 12, 
         proposal = policy.propose(messages, app)
         seconds = round(time.perf_counter() - started, 3)
         step, error, result = apply_step(proposal, app, messages)
-        record.turns.append(Turn(screenshot, screen, proposal.raw, step, error, result, seconds, proposal.usage,
-                                 proposal.timings, proposal.finish_reason, images,
-                                 (proposal.usage or {}).get("prompt_tokens")))
+        record.turns.append(Turn(screen, screenshot, proposal.raw, step, result, seconds, proposal.usage,
+                                 proposal.finish_reason, error=error, timings=proposal.timings,
+                                 images_in_prompt=images, prompt_tokens=(proposal.usage or {}).get("prompt_tokens")))
         if step and step["tool_call"]["tool_name"] == "answer":
             record.answer, record.outcome = step["tool_call"]["content"], "answered"
             break
@@ -217,6 +223,20 @@ def apply_step(proposal: Proposal, app: CampusStore, messages: list[dict]) -> tu
     if step.tool_call.tool_name not in ("answer", "abort"):
         messages.append(tool_output_message(step.tool_call.tool_name, result))
     return step.model_dump(), None, result
+
+
+def closed_call(tool: str, properties: dict[str, Any], required: Iterable[str] | None = None) -> dict[str, Any]:
+    """One tool call with nothing left open: these arguments, no others."""
+    properties = {"tool_name": {"const": tool}, **properties}
+    return {"type": "object", "additionalProperties": False, "properties": properties,
+            "required": list(required if required is not None else properties)}
+
+
+def clicks(app: CampusStore) -> list[dict[str, Any]]:
+    """One click per element on this screen, its name and centre fixed."""
+    return [closed_call("click", {"element": {"const": el.name}, "x": {"const": el.grid_center()[0]},
+                                  "y": {"const": el.grid_center()[1]}})
+            for el in app.elements() if el.role in CLICKABLE]
 
 
 def per_screen_schema(app: CampusStore) -> dict[str, Any]:

@@ -4,7 +4,7 @@ Uses the embedded server's `x_trace` extension; other servers do not expose thei
 """
 from __future__ import annotations
 
-from helpers.dialects import with_trace
+from helpers.runtime.dialects import with_trace
 
 
 def mask_trace(conn, messages: list[dict], schema: dict, max_tokens: int = 120) -> tuple[str, list[dict]]:

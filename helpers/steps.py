@@ -18,12 +18,13 @@ from helpers.contract import (
     SHORT_TEXT_MAX_LENGTH,
     Category,
     Status,
+    json_path,
     not_plain,
     too_long,
     wrong_type,
     wrong_value,
 )
-from helpers.paths import DATA
+from helpers.runtime.paths import DATA
 
 # Every free text is plain (printable ASCII without " or \\) and bounded, so that the longest valid step fits
 # in STEP_TOKENS (helpers.bounds counts it): a guided step can always close.
@@ -289,12 +290,8 @@ _EXPECTED = {
 }
 
 
-def _path(loc: tuple[str | int, ...]) -> str:
-    return "".join(f"[{part}]" if isinstance(part, int) else f".{part}" for part in loc).lstrip(".")
-
-
 def _message(error: Any) -> str:
-    kind, path, value = error["type"], _path(error["loc"]), error["input"]
+    kind, path, value = error["type"], json_path(error["loc"]), error["input"]
     if kind == "missing":
         return f"missing key: {path}"
     if kind == "extra_forbidden":

@@ -12,7 +12,7 @@ def server_url() -> str:
 
 @pytest.fixture(scope="session")
 def client(server_url):
-    from helpers.backends import embedded_client
+    from helpers.runtime.backends import embedded_client
 
     return embedded_client(server_url)
 

@@ -4,15 +4,15 @@ import json
 
 import pytest
 
-from helpers import replay
+from helpers.world import replay
 from helpers.agent import CONFIGS, Episode, ReplayPolicy, run_episode, schema_problems, summarize
 from helpers.grounding import NARROWINGS
 from helpers.harness import Tracer
 from helpers.loop import Proposal, ScriptedProposer, execute
-from helpers.effects import Ledger
-from helpers.scripted_policy import ScriptedPolicy
-from helpers.tasks import load_tasks, start_app
-from helpers.users import SimulatedUser
+from helpers.world.effects import Ledger
+from helpers.world.scripted_policy import ScriptedPolicy
+from helpers.world.tasks import load_tasks, start_app
+from helpers.world.users import SimulatedUser
 
 TASKS = {task.id: task for task in load_tasks()}
 

@@ -22,7 +22,7 @@ def test_the_json_has_the_documented_shape(tmp_path, capsys):
     effects = [s for e in result["episodes"] for s in e["side_effects"]]
     assert effects and all(EFFECT_KEYS <= set(s) for s in effects)
     assert set(result["summary"]) == {"bare", "per_screen", "grounded", "governed"}
-    assert result["meta"]["policy"] == "scripted" and "packages" in result["meta"]
+    assert result["meta"]["policy"] == "scripted" and "llguidance" in result["meta"]["versions"]
     assert (tmp_path / "chart.png").stat().st_size > 1000
     out = capsys.readouterr().out
     assert "| success rate | 100% | 100% | 100% | 100% |" in out

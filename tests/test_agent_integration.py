@@ -5,11 +5,11 @@ import json
 import pytest
 
 from helpers.agent import governed_repair, run_episode
-from helpers.backends import connect
 from helpers.harness import Tracer
 from helpers.loop import ModelPolicy
+from helpers.runtime.backends import connect
 from helpers.steps import STEP_TOKENS, Step
-from helpers.tasks import load_tasks
+from helpers.world.tasks import load_tasks
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 

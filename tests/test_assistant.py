@@ -4,12 +4,12 @@ from types import SimpleNamespace
 
 import pytest
 
-from helpers.assistant import (ENTRIES, EXAMPLE_ANSWER, SYSTEM, answer_question, ask, fact_line, grade,
-                               load_evals, messages_for, missing_matches, settle, total_usage, user_message)
-from helpers.backends import PROFILES
+from helpers.assistant import ENTRIES, EXAMPLE_ANSWER, SYSTEM, fact_line, load_evals, messages_for, user_message
 from helpers.contract import CATEGORIES, STATUSES, validate_answer
 from helpers.harness import Tracer, summarize_trace
 from helpers.ladder import Reply
+from helpers.pipeline import answer_question, ask, grade, missing_matches, settle, total_usage
+from helpers.runtime.backends import PROFILES
 
 VALID = {"status": "answered", "answer": "The library opens at 10:00 on Saturday.", "category": "campus_hours",
          "items": [], "missing": [], "sources": ["hours-library"]}

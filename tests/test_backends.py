@@ -11,10 +11,10 @@ from fake_openai_server import FakeServer
 from nbclient import NotebookClient
 from nbclient.exceptions import CellExecutionError
 
-from helpers import backends
-from helpers.backends import (PROBE_ORDER, PROFILES, BackendError, DialectCheck, GuidedRequestError, ProbeResult,
+from helpers.runtime import backends
+from helpers.runtime.backends import (PROBE_ORDER, PROFILES, BackendError, DialectCheck, GuidedRequestError, ProbeResult,
                               choose_backend, connect, dialect_sent, probe, probe_model, resolve_profile)
-from helpers.dialects import DIALECTS, guided_json
+from helpers.runtime.dialects import DIALECTS, guided_json
 
 SCHEMA = {"type": "object"}
 ENV_NAMES = ["WORKSHOP_BACKEND", "WORKSHOP_MODEL", "WORKSHOP_DIALECT", "NVIDIA_API_KEY", "HAI_API_KEY",
@@ -253,7 +253,7 @@ def test_a_refused_guided_request_says_backend_dialect_server_words_and_fix(monk
         headline, fix = str(error).splitlines()
         assert headline == ("the openai backend refused a guided request in the response_format dialect "
                             "(HTTP 500): Input should be 'text' or 'json_object'")
-        assert "python -m helpers.backends --probe" in fix and "WORKSHOP_DIALECT" in fix
+        assert "python -m helpers.runtime.backends --probe" in fix and "WORKSHOP_DIALECT" in fix
         assert error._render_traceback_() == [f"GuidedInternalServerError: {error}"]  # what IPython shows
         # Once the server has been probed, the fix names the dialect to set.
         probe(connection, show=False)
@@ -306,7 +306,7 @@ def test_in_a_notebook_a_refused_guided_request_shows_its_message_not_a_tracebac
         "from fake_openai_server import FakeServer\n"
         "from test_backends import refuse_json_schema\n"
         "os.environ['OPENAI_BASE_URL'] = FakeServer(refuse_json_schema).__enter__().base_url\n"
-        "from helpers.backends import connect\n"
+        "from helpers.runtime.backends import connect\n"
         "conn = connect()\n"
         "conn.client.chat.completions.create(model=conn.model, messages=[{'role': 'user', 'content': 'hi'}],\n"
         "                                    **conn.profile.guided({'type': 'object'}))")])

@@ -8,7 +8,7 @@ Colab itself cannot be reached from here, so the test builds what its setup cell
 - a stub `google.colab`, imported at start-up as Colab does;
 - the clone URL and folder, through the cell's test-only overrides, pointing at a `file://` copy of this
   repository's HEAD and at a temporary folder; the kernel's working directory is another temporary folder.
-The cell comes from `helpers.publish.setup_cell`, the template every notebook's first cell is written from.
+The cell comes from `helpers.runtime.publish.setup_cell`, the template every notebook's first cell is written from.
 """
 from __future__ import annotations
 
@@ -23,7 +23,7 @@ from pathlib import Path
 import pytest
 
 import helpers
-from helpers import publish
+from helpers.runtime import publish
 from helpers.server import MODEL_ID
 from kernel_runner import Kernel
 
@@ -40,7 +40,7 @@ STUB = {
 REPORT = """
 import json, os, sys
 import helpers
-from helpers.paths import DATA
+from helpers.runtime.paths import DATA
 print(json.dumps({"helpers": helpers.__file__, "data": str(DATA), "cwd": os.getcwd(), "python": sys.executable,
                   "knowledge_base": (DATA / "knowledge_base.json").is_file(), "colab": "google.colab" in sys.modules,
                   "models": [m.id for m in conn.client.models.list()], "backend": conn.describe().splitlines()[0]}))
@@ -117,7 +117,7 @@ def test_the_setup_cell_clones_installs_and_connects(colab):
     folder, kernel = colab
     clone = folder / "content" / "workshop"
     output = kernel.run(publish.setup_cell(ADDRESS))
-    assert (clone / ".git").is_dir() and (clone / "helpers" / "paths.py").is_file()
+    assert (clone / ".git").is_dir() and (clone / "helpers" / "runtime" / "paths.py").is_file()
     assert "backend: embedded" in output
     seen = report(kernel)
     assert seen["colab"] and seen["python"].startswith(str(folder / "venv"))

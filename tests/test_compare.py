@@ -4,10 +4,10 @@ from dataclasses import replace
 import pytest
 from fake_openai_server import FakeServer
 
-from helpers.backends import connect, resolve_profile
 from helpers.compare import (MODES, ModeResult, Trial, accurate, answer_cases, guided_fields, load_results,
                              prompt_for, run_grid, save_results, skip_reason, step_cases, table)
 from helpers.contract import format_error
+from helpers.runtime.backends import connect, resolve_profile
 
 ANSWER = answer_cases()[0]
 STEP = step_cases()[1]
@@ -132,7 +132,7 @@ def test_a_failing_mode_is_recorded_with_its_reason_and_the_grid_goes_on(monkeyp
 
 @pytest.mark.integration
 def test_a_tiny_grid_against_the_embedded_server(server_url):
-    from helpers.backends import connect
+    from helpers.runtime.backends import connect
 
     conn = connect()
     results = run_grid(conn, 1, cases=[ANSWER])
@@ -153,7 +153,7 @@ def test_a_tiny_grid_against_the_embedded_server(server_url):
 
 @pytest.mark.integration
 def test_mask_trace_shows_forced_and_free_tokens(server_url):
-    from helpers.backends import connect
+    from helpers.runtime.backends import connect
     from helpers.mask_view import mask_trace
 
     schema = {"type": "object", "properties": {"ok": {"type": "boolean"}}, "required": ["ok"],

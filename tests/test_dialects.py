@@ -1,6 +1,6 @@
 import pytest
 
-from helpers.dialects import (
+from helpers.runtime.dialects import (
     BODY_FIELDS,
     DIALECTS,
     TRACE_FIELD,

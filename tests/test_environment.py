@@ -1,7 +1,7 @@
 """The setup cell's `prepare`: install the embedded model only when it is the chosen backend and is missing."""
 import pytest
 
-import helpers.environment as environment
+import helpers.runtime.environment as environment
 
 
 class Connection:
@@ -50,7 +50,7 @@ def test_nothing_is_installed_when_everything_is_there(monkeypatch, installs):
     assert installs == []
 
 
-# --- the pre-class check: the dialect probe of helpers.backends, plus a verdict ------------------------------
+# --- the pre-class check: the dialect probe of helpers.runtime.backends, plus a verdict ------------------------------
 
 @pytest.fixture
 def openai_env(monkeypatch, tmp_path):

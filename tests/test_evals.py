@@ -6,16 +6,17 @@ pass-rate table), not a property of the pipeline.
 """
 import pytest
 
-from helpers.assistant import answer_question, load_evals
+from helpers.assistant import load_evals
 from helpers.contract import validate_answer
 from helpers.ladder import model_repair
+from helpers.pipeline import answer_question
 
 EVALS = load_evals()
 
 
 @pytest.fixture(scope="module")
 def conn(server_url):
-    from helpers.backends import connect
+    from helpers.runtime.backends import connect
 
     return connect()
 

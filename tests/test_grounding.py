@@ -6,10 +6,10 @@ from jsonschema import Draft202012Validator
 
 from helpers.grounding import (NARROWINGS, Grounding, answer_values, answers, clicks, describe, focus_rules,
                                grounded_step_schema, no_repeat, notes, screen_facts, screen_values, typing)
-from helpers.screen import CampusStore
-from helpers.scripted_policy import ScriptedPolicy
 from helpers.loop import execute
-from helpers.tasks import instruction, load_tasks, start_app
+from helpers.world.screen import CampusStore
+from helpers.world.scripted_policy import ScriptedPolicy
+from helpers.world.tasks import instruction, load_tasks, start_app
 
 TASKS = {task.id: task for task in load_tasks()}
 

@@ -2,11 +2,11 @@ import json
 
 import pytest
 
-from helpers.effects import Ledger
 from helpers.harness import ACTIONS, INTENTS, SPECIAL_TOOLS, Context, Tracer, decide, read_intents, summarize_trace
 from helpers.ladder import ANSWER_CONTRACT, climb
-from helpers.screen import CampusStore
 from helpers.steps import TOOL_MODELS
+from helpers.world.effects import Ledger
+from helpers.world.screen import CampusStore
 
 
 def step(tool_call, **extra):

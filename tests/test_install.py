@@ -6,8 +6,8 @@ from importlib.metadata import version
 
 import pytest
 
-from helpers import install
-from helpers.paths import CONSTRAINTS, ROOT
+from helpers.runtime import install
+from helpers.runtime.paths import CONSTRAINTS, ROOT
 from helpers.server.control import EMBEDDED_PACKAGES
 
 EMBEDDED = list(EMBEDDED_PACKAGES.values())
@@ -105,7 +105,7 @@ def test_a_failing_command_reports_its_exit_code(capsys):
 
 def test_the_command_line_runs_pip_with_progress():
     # What ./workshop runs before anything is installed: from the checkout, standard library only.
-    result = subprocess.run([sys.executable, "-m", "helpers.install", "--version"], cwd=ROOT, capture_output=True,
+    result = subprocess.run([sys.executable, "-m", "helpers.runtime.install", "--version"], cwd=ROOT, capture_output=True,
                             text=True, check=True)
     assert re.search(r"\] pip \d+", result.stdout) and result.stdout.rstrip().endswith("done: running pip")
 

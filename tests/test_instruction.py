@@ -2,7 +2,7 @@
 import pytest
 
 from helpers.instruction import credentials, names, orders, phrases, typing_asked_for
-from helpers.tasks import instruction, load_tasks, start_app
+from helpers.world.tasks import instruction, load_tasks, start_app
 
 SIGN_IN = "Sign in with username ada and password lovelace42, then answer 'signed in'."
 

@@ -95,7 +95,7 @@ def test_any_text_yields_a_contract_valid_object_and_never_raises(text):
 
 @pytest.mark.integration
 def test_ladder_repairs_through_the_embedded_server(server_url):
-    from helpers.backends import connect
+    from helpers.runtime.backends import connect
 
     record = climb("The library opens at 10:00 on Saturdays.", ANSWER_CONTRACT, model_repair(connect()))
     assert record.repair_attempted and record.repair_raw is not None

@@ -25,8 +25,8 @@ import nbformat
 import pytest
 from nbclient import NotebookClient
 
-from helpers.backends import PROBE_ORDER, connect, probe
 from helpers.compare import MODES
+from helpers.runtime.backends import PROBE_ORDER, connect, probe
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
@@ -145,7 +145,7 @@ def test_a_two_trial_grid_measures_or_explains_every_mode(llama_cpp_server, tmp_
 
 
 def test_the_pre_class_check_passes(llama_cpp_server, tmp_path):
-    run = subprocess.run([sys.executable, "-m", "helpers.environment", "--check"],
+    run = subprocess.run([sys.executable, "-m", "helpers.runtime.environment", "--check"],
                          env=reader_environment(llama_cpp_server), cwd=tmp_path, capture_output=True, text=True,
                          timeout=300)
     assert run.returncode == 0, run.stdout + run.stderr

@@ -5,10 +5,10 @@ import pytest
 from helpers.loop import (BUDGET_EXHAUSTED, EVICTED, ModelPolicy, Proposal, ScriptedProposer, Trajectory,
                           count_images, observation_message, per_screen_schema, run_episode, system_prompt,
                           trim_to_last_n_images)
-from helpers.screen import CampusStore
-from helpers.scripted_policy import ScriptedPolicy
 from helpers.steps import STEP_SCHEMA
-from helpers.tasks import load_tasks, start_app, succeeded
+from helpers.world.screen import CampusStore
+from helpers.world.scripted_policy import ScriptedPolicy
+from helpers.world.tasks import load_tasks, start_app, succeeded
 
 TASKS = load_tasks()
 
@@ -115,7 +115,7 @@ def test_per_screen_schema_allows_only_what_is_on_screen():
 
 @pytest.mark.integration
 def test_loop_against_the_embedded_server(server_url):
-    from helpers.backends import connect
+    from helpers.runtime.backends import connect
 
     record = run_episode(ModelPolicy(connect()), TASKS[1], 0, max_steps=2)
     assert len(record.turns) >= 1

@@ -12,9 +12,9 @@ from types import SimpleNamespace
 import pytest
 
 from helpers import loop as helpers_loop
-from helpers.screen import CampusStore
-from helpers.scripted_policy import ScriptedPolicy
-from helpers.tasks import load_tasks, start_app
+from helpers.world.screen import CampusStore
+from helpers.world.scripted_policy import ScriptedPolicy
+from helpers.world.tasks import load_tasks, start_app
 from test_notebook_agreement import defining_cells, run_cells  # pytest puts tests/ on the path
 
 NB03 = "03_holo3_agent_loop.ipynb"

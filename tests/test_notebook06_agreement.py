@@ -1,4 +1,4 @@
-"""Notebook 06 builds the governed turn in one cell; it must behave exactly like `helpers.agent.governed_turn`.
+"""Notebook 06 builds the governed turn in one cell; it must behave exactly like `helpers.harness.governed_turn`.
 
 Both run the same steps (the scripted reference policy on every task, and forged steps that must be refused)
 on twin apps; the decisions, the text that goes back to the model, the ledger and the app's state must match.
@@ -7,12 +7,12 @@ import json
 
 import pytest
 
-from helpers.agent import governed_turn
-from helpers.effects import Ledger
+from helpers.harness import governed_turn
 from helpers.harness import Context
-from helpers.scripted_policy import ScriptedPolicy
-from helpers.tasks import instruction, load_tasks, start_app
-from helpers.users import SimulatedUser
+from helpers.world.effects import Ledger
+from helpers.world.scripted_policy import ScriptedPolicy
+from helpers.world.tasks import instruction, load_tasks, start_app
+from helpers.world.users import SimulatedUser
 from test_notebook_agreement import defining_cells, run_cells  # pytest puts tests/ on the path
 
 NB06 = "06_governed_agent.ipynb"

@@ -20,7 +20,7 @@ ROOT = Path(__file__).resolve().parent.parent
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
 # A cell that reads the workshop's data: the folder itself, or a helper that loads a file from it.
 READS_DATA = re.compile(r"\bDATA\b|\bload_(tasks|evals|example_steps)\(|knowledge_base\.json")
-DATA_CHECK = "from helpers.paths import DATA\nassert (DATA / 'knowledge_base.json').is_file(), DATA\nprint(DATA)"
+DATA_CHECK = "from helpers.runtime.paths import DATA\nassert (DATA / 'knowledge_base.json').is_file(), DATA\nprint(DATA)"
 
 
 def opening(path: Path) -> list[str]:

@@ -1,6 +1,6 @@
 """Every notebook opens the same way, can be opened in Colab, has exercises with checks, and ends with a recap.
 
-The setup cell and the badges are written by `python -m helpers.publish` from the one published address;
+The setup cell and the badges are written by `python -m helpers.runtime.publish` from the one published address;
 when these tests fail after an edit of the template or the address, run it.
 """
 import json
@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from helpers import publish
+from helpers.runtime import publish
 
 ROOT = Path(__file__).resolve().parent.parent
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
@@ -33,12 +33,12 @@ def test_there_is_a_start_here_notebook():
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
 def test_every_notebook_opens_with_the_generated_setup_cell(path):
-    assert first_code_cell(path) == publish.setup_cell(ADDRESS), "run `python -m helpers.publish`"
+    assert first_code_cell(path) == publish.setup_cell(ADDRESS), "run `python -m helpers.runtime.publish`"
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
 def test_colab_badge_points_at_this_notebook_where_it_is_published(path):
-    assert ADDRESS.badge(path.name) in source(cells(path)[0]), "run `python -m helpers.publish`"
+    assert ADDRESS.badge(path.name) in source(cells(path)[0]), "run `python -m helpers.runtime.publish`"
 
 
 def test_the_readme_links_to_where_the_workshop_is_published():
@@ -48,14 +48,14 @@ def test_the_readme_links_to_where_the_workshop_is_published():
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
 def test_no_cell_after_the_setup_builds_a_path_from_the_working_directory(path):
-    # After a Colab restart the working directory is /content: paths come from helpers.paths (DATA, ROOT).
+    # After a Colab restart the working directory is /content: paths come from helpers.runtime.paths (DATA, ROOT).
     code = [source(c) for c in cells(path) if c["cell_type"] == "code"][1:]
     assert not [s for s in code if "cwd()" in s or "getcwd()" in s]
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
 def test_progress_is_text_not_a_widget(path):
-    # A tqdm widget shows a bar frozen at 0 % on GitHub and stores its state in the file; helpers.progress prints.
+    # A tqdm widget shows a bar frozen at 0 % on GitHub and stores its state in the file; helpers.runtime.progress prints.
     notebook = json.loads(path.read_text())
     assert not [s for s in (source(c) for c in notebook["cells"] if c["cell_type"] == "code") if "tqdm" in s]
     state = notebook["metadata"].get("widgets", {}).get("application/vnd.jupyter.widget-state+json", {})

@@ -5,7 +5,9 @@ import sys
 from pathlib import Path
 
 import helpers
-from helpers import assistant, compare, paths, steps, tasks
+from helpers import assistant, compare, steps
+from helpers.runtime import paths
+from helpers.world import tasks
 
 CHECKOUT = Path(__file__).resolve().parent.parent
 
@@ -22,7 +24,7 @@ def test_every_module_reads_the_one_constant():
 
 
 def test_helpers_finds_its_data_from_any_working_directory(tmp_path):
-    code = "from helpers import assistant, paths, tasks; print(paths.DATA, len(tasks.load_tasks()))"
+    code = "from helpers.runtime import paths; from helpers.world import tasks; print(paths.DATA, len(tasks.load_tasks()))"
     result = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, check=True)
     assert result.stdout.split()[0] == str(paths.DATA)
 
@@ -30,6 +32,6 @@ def test_helpers_finds_its_data_from_any_working_directory(tmp_path):
 def test_a_copy_without_the_data_folder_says_how_to_install(tmp_path):
     # What a plain (non-editable) `pip install` would leave: the package without data/ beside it.
     shutil.copytree(CHECKOUT / "helpers", tmp_path / "helpers", ignore=shutil.ignore_patterns("__pycache__"))
-    result = subprocess.run([sys.executable, "-c", "import helpers.paths"], cwd=tmp_path, capture_output=True,
+    result = subprocess.run([sys.executable, "-c", "import helpers.runtime.paths"], cwd=tmp_path, capture_output=True,
                             text=True, env={"PYTHONPATH": str(tmp_path), "PATH": ""})
     assert result.returncode != 0 and "pip install -e" in result.stderr and "data folder is missing" in result.stderr

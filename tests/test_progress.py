@@ -1,7 +1,7 @@
 """Text progress: every item passes through in order, a line about every tenth, a final count, no carriage returns."""
 import re
 
-from helpers.progress import progress
+from helpers.runtime.progress import progress
 
 SECONDS = r"\d+\.\d s"
 

@@ -1,12 +1,12 @@
-"""`python -m helpers.publish` moves every address in one go, on copies of the real files, and is idempotent."""
+"""`python -m helpers.runtime.publish` moves every address in one go, on copies of the real files, and is idempotent."""
 import json
 import shutil
 from pathlib import Path
 
 import pytest
 
-from helpers import publish
-from helpers.paths import ROOT
+from helpers.runtime import publish
+from helpers.runtime.paths import ROOT
 
 PLACEHOLDER = "structured-outputs-workshop/structured-outputs-workshop"
 ACME = publish.Address("acme/workshop", "teach")

@@ -3,7 +3,7 @@ import io
 import pytest
 from PIL import Image
 
-from helpers.screen import HEIGHT, WIDTH, CampusStore
+from helpers.world.screen import HEIGHT, WIDTH, CampusStore
 
 
 def home(seed: int = 0) -> CampusStore:

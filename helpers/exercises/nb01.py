@@ -8,7 +8,7 @@ from typing import Any
 from helpers.assistant import ENTRIES
 from helpers.contract import format_error, naive_parse_json_object, parse_json_object, validate_answer
 from helpers.exercises import Verdict
-from helpers.paths import DATA
+from helpers.runtime.paths import DATA
 
 # The answer the reader hides in a tricky reply. No reply of the corpus holds it, so a corpus reply, or a
 # near-copy of one (a space added, a word changed), parses to another answer and cannot pass.

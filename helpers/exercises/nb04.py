@@ -11,16 +11,16 @@ import secrets
 from types import SimpleNamespace
 from typing import Any, Callable
 
-from helpers.agent import governed_turn
-from helpers.backends import PROFILES, Connection
 from helpers.contract import ANSWER_JSON_SCHEMA
 from helpers.exercises import Verdict
+from helpers.harness import governed_turn
 from helpers.harness import Context
 from helpers.ladder import ANSWER_CONTRACT, Reply, check, model_repair, repair_messages
-from helpers.screen import CampusStore
+from helpers.runtime.backends import PROFILES, Connection
 from helpers.steps import STEP_SCHEMA, Step
-from helpers.tasks import Task, instruction, load_tasks, start_app
-from helpers.users import SimulatedUser
+from helpers.world.screen import CampusStore
+from helpers.world.tasks import Task, instruction, load_tasks, start_app
+from helpers.world.users import SimulatedUser
 
 SOLUTIONS = {"order_through_the_user": "order_replies", "guided_repair": "guided_repair_for"}
 

@@ -3,9 +3,9 @@ from __future__ import annotations
 
 from jsonschema import Draft202012Validator
 
-from helpers.effects import Effect
 from helpers.exercises import Verdict
-from helpers.screen import CampusStore
+from helpers.world.effects import Effect
+from helpers.world.screen import CampusStore
 
 
 def _screens() -> list[CampusStore]:

@@ -2,7 +2,7 @@
 
 The notebooks talk to it exactly as they would talk to NVIDIA NIM or vLLM: over HTTP, through
 the official `openai` client. Start it with `python -m helpers.server --port 8765`, or from
-Python with `helpers.server.control.ensure_server()` (what `helpers.backends.connect()` does).
+Python with `helpers.server.control.ensure_server()` (what `helpers.runtime.backends.connect()` does).
 
 | module         | holds                                                                       |
 |----------------|-----------------------------------------------------------------------------|
@@ -40,7 +40,7 @@ def code_version() -> str:
 
     here = Path(__file__).resolve().parent
     digest = hashlib.sha256()
-    for path in sorted([*here.glob("*.py"), here.parent / "dialects.py"]):
+    for path in sorted([*here.glob("*.py"), here.parent / "runtime" / "dialects.py"]):
         digest.update(path.name.encode() + b"\0" + path.read_bytes())
     return digest.hexdigest()[:16]
 

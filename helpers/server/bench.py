@@ -117,7 +117,7 @@ def cases(schema_name: str) -> list[Case]:
     if schema_name == "answer":
         return [Case(ANSWER_JSON_SCHEMA, messages_for(ANSWER_JSON_SCHEMA, task)) for task in ANSWER_TASKS]
     from helpers.loop import observation_message, per_screen_schema, system_prompt
-    from helpers.tasks import instruction, load_tasks, start_app
+    from helpers.world.tasks import instruction, load_tasks, start_app
 
     chosen = [task for task in load_tasks() if task.id in PER_SCREEN_TASKS]
     found = []
@@ -138,7 +138,7 @@ def uncached(messages: list[dict], tag: str) -> list[dict]:
 
 def run_mode(client, model: str, guided: bool, chosen: list[Case], seeds: range, max_tokens: int) -> ModeStats:
     """One pass of one mode; its first request starts from an uncached prompt, to measure prompt evaluation."""
-    from helpers.dialects import guided_json
+    from helpers.runtime.dialects import guided_json
 
     stats = ModeStats()
     for seed in seeds:
@@ -228,7 +228,7 @@ def load_unbounded_cases(path: Path = UNBOUNDED_CASES) -> list[dict]:
 
 def termination(client, model: str, max_tokens: int, temperature: float, seeds: int) -> str:
     """How many guided replies on unbounded-string schemas finish with `stop`, without and with each penalty."""
-    from helpers.dialects import guided_json
+    from helpers.runtime.dialects import guided_json
 
     rows = []
     chosen = load_unbounded_cases()
@@ -404,7 +404,7 @@ def flood(port: int, clients: int, max_tokens: int, timeout: float, load_port: i
 
 
 def main(argv: list[str] | None = None) -> None:
-    from helpers.backends import embedded_client
+    from helpers.runtime.backends import embedded_client
     from helpers.server.control import base_url, stop_server
 
     parser = argparse.ArgumentParser(prog="python -m helpers.server.bench", description=__doc__.splitlines()[0])

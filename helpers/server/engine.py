@@ -174,6 +174,92 @@ def unsatisfiable(request: ChatRequest, detail: str) -> RequestError:
                         field, "unsatisfiable_constraint")
 
 
+class Guide:
+    """The grammar's side of one reply: the whole mask when a step needs it, the check of a drawn token, and the
+    time both took. A step computes the whole mask only when a token may be forced or the model's own draw breaks
+    the grammar (`sample_then_check`); a trace computes it at every step, to show it, and draws the same way."""
+
+    def __init__(self, matcher: Any, request: ChatRequest, vocab_size: int):
+        from llguidance.numpy import allocate_token_bitmask
+
+        self.matcher, self.request = matcher, request
+        self.bitmask = allocate_token_bitmask(1, vocab_size)
+        self.check_after_drawing = can_check_after_drawing(request.temperature, request.top_p)
+        self.grammar_us: list[float] = []
+        self.whole_mask_us: list[float] = []
+        self.forced_count = 0
+        self.step_s = 0.0  # the grammar's time in the current step
+        self.masked = False  # the current step computed the whole mask
+
+    def begin(self) -> tuple[int | None, bool]:
+        """Start a step: the token the grammar forces (or None), and whether to draw first and check after."""
+        started = time.perf_counter()
+        draw_first = self.check_after_drawing and not may_be_forced(self.matcher)
+        forced, self.masked = None, False
+        if self.request.trace or not draw_first:
+            forced, self.masked = self.whole_mask(), True
+        self.step_s = time.perf_counter() - started
+        return forced, draw_first
+
+    def whole_mask(self) -> int | None:
+        """Fill the bitmask for the next step; return the token it allows when it allows exactly one."""
+        from llguidance.numpy import fill_next_token_bitmask
+
+        fill_next_token_bitmask(self.matcher, self.bitmask, 0)
+        only = only_allowed(self.bitmask[0])
+        if only is None and not self.bitmask.any():
+            raise unsatisfiable(self.request, self.matcher.get_error())
+        return only
+
+    def allows(self, token: int) -> bool:
+        checked = time.perf_counter()
+        allowed = self.matcher.validate_tokens([token]) == 1
+        self.step_s += time.perf_counter() - checked
+        return allowed
+
+    def restrict(self, logits: np.ndarray) -> None:
+        masked = time.perf_counter()
+        self.whole_mask()
+        apply_mask(logits, self.bitmask[0])
+        spent = time.perf_counter() - masked
+        self.step_s += spent
+        self.whole_mask_us.append(spent * 1e6)
+
+    def apply(self, logits: np.ndarray) -> None:
+        applied = time.perf_counter()
+        apply_mask(logits, self.bitmask[0])
+        self.step_s += time.perf_counter() - applied
+
+    def draw_then_check(self, logits: np.ndarray, rng: np.random.Generator) -> int:
+        if self.masked:  # a trace's step: the whole mask is there already
+            check, narrow = partial(mask_allows, self.bitmask[0]), partial(apply_mask, bitmask=self.bitmask[0])
+        else:
+            check, narrow = self.allows, self.restrict
+        return sample_then_check(logits, self.request.temperature, self.request.top_p, rng, check, narrow)
+
+    def end(self, forced: int | None) -> None:
+        if self.masked:
+            self.whole_mask_us.append(self.step_s * 1e6)
+        self.grammar_us.append(self.step_s * 1e6)
+        self.forced_count += forced is not None
+
+    def consume(self, token: int) -> None:
+        if not self.matcher.consume_token(token):
+            raise unsatisfiable(self.request, self.matcher.get_error())
+
+
+def grammar_timings(guide: Guide | None) -> dict[str, Any]:
+    """What the grammar cost this reply (None and 0 for a reply without one)."""
+    grammar_us, whole_mask_us = (guide.grammar_us, guide.whole_mask_us) if guide is not None else ([], [])
+    return {
+        "mask_us_per_token_p50": percentile(grammar_us, 50),
+        "mask_us_per_token_p99": percentile(grammar_us, 99),
+        "whole_masks": len(whole_mask_us),
+        "whole_mask_us_p50": percentile(whole_mask_us, 50),
+        "forced_tokens": guide.forced_count if guide is not None else 0,
+    }
+
+
 class Engine:
     def __init__(self, path: Path | None = None, n_ctx: int = CONTEXT_TOKENS, n_threads: int = DECODE_THREADS,
                  n_threads_batch: int = BATCH_THREADS, queue: RequestQueue | None = None,
@@ -262,9 +348,9 @@ class Engine:
     def _evaluate(self, tokens: list[int]) -> None:
         """Evaluate chosen and forced tokens; a batch takes a second thread when a core is idle right now.
 
-        A batch of 8 tokens at a 2,500-token context took 97 ms on one thread and 52 ms on two; on a
-        busy core a second thread stalls instead (DECODE_THREADS), so it is asked for only when the
-        kernel counts a core with nothing to run. The thread count does not change the logits.
+        A second thread nearly halves a long batch on an idle core (the README's benchmark); on a busy core
+        it stalls instead (DECODE_THREADS), so it is asked for only when the kernel counts a core with nothing
+        to run. The thread count does not change the logits.
         """
         if len(tokens) > 1:
             self._set_threads(1 + min(self.n_threads_batch - 1, idle_cores()))
@@ -281,51 +367,18 @@ class Engine:
         return np.ctypeslib.as_array(pointer, shape=(self.vocab_size,))
 
     def _decode(self, job: Job, on_text: Callable[[str], None], client_gone: Callable[[], bool]) -> Completion:
-        from llguidance.numpy import allocate_token_bitmask, fill_next_token_bitmask
-
-        request, matcher = job.request, job.matcher
+        """Choose tokens until the reply ends: a stop, the grammar's end, max_tokens or the deadline."""
+        request = job.request
+        guide = Guide(job.matcher, request, self.vocab_size) if job.matcher is not None else None
         rng = np.random.default_rng(request.seed)
         penalties = Penalties(request.frequency_penalty, request.presence_penalty, request.repetition_penalty,
                               job.prompt_tokens)
-        bitmask = allocate_token_bitmask(1, self.vocab_size)
         decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
         scanner = StopScanner(request.stop)
         backlog = Backlog(self._evaluate, FAST_FORWARD_LIMIT if job.fast_forward else 1)
-        # A step computes the whole mask only when a token may be forced or the model's own draw breaks the
-        # grammar (`sample_then_check`); a trace computes it at every step, to show it, and draws the same way.
-        check_after_drawing = can_check_after_drawing(request.temperature, request.top_p)
-        grammar_us: list[float] = []
-        whole_mask_us: list[float] = []
         tokens: list[int] = []
         trace: list[dict] = []
-        forced_count = 0
-        grammar_s = 0.0
         finish_reason = "length"
-
-        def whole_mask() -> int | None:
-            """Fill `bitmask` for the next step; return the token it allows when it allows exactly one."""
-            fill_next_token_bitmask(matcher, bitmask, 0)
-            only = only_allowed(bitmask[0])
-            if only is None and not bitmask.any():
-                raise unsatisfiable(request, matcher.get_error())
-            return only
-
-        def allows(token: int) -> bool:
-            nonlocal grammar_s
-            checked = time.perf_counter()
-            allowed = matcher.validate_tokens([token]) == 1
-            grammar_s += time.perf_counter() - checked
-            return allowed
-
-        def restrict(logits: np.ndarray) -> None:
-            nonlocal grammar_s
-            masked = time.perf_counter()
-            whole_mask()
-            apply_mask(logits, bitmask[0])
-            spent = time.perf_counter() - masked
-            grammar_s += spent
-            whole_mask_us.append(spent * 1e6)
-
         started = time.perf_counter()
         prompt_evaluated = self._load_prompt(job.prompt_tokens)
         prompt_ms = (time.perf_counter() - started) * 1000
@@ -333,53 +386,19 @@ class Engine:
         while len(tokens) < job.max_tokens and not job.past_deadline():
             if client_gone():
                 raise Cancelled("the client disconnected")
-            grammar_s, forced, masked, draw_first = 0.0, None, False, False
-            if matcher is not None:
-                mask_started = time.perf_counter()
-                draw_first = check_after_drawing and not may_be_forced(matcher)
-                if request.trace or not draw_first:
-                    forced, masked = whole_mask(), True
-                grammar_s = time.perf_counter() - mask_started
-            token = forced
-            if forced is None or request.trace:  # the model's logits are needed: it must catch up first
-                backlog.flush()
-                logits = self._logits()
-                penalties.apply(logits)  # before the mask, which always has the last word
-                raw_logits = logits.copy() if request.trace else None
-                if forced is None and draw_first:
-                    if masked:  # a trace's step: the whole mask is there already
-                        check, narrow = partial(mask_allows, bitmask[0]), partial(apply_mask, bitmask=bitmask[0])
-                    else:
-                        check, narrow = allows, restrict
-                    token = sample_then_check(logits, request.temperature, request.top_p, rng, check, narrow)
-                elif masked:
-                    apply_started = time.perf_counter()
-                    apply_mask(logits, bitmask[0])
-                    grammar_s += time.perf_counter() - apply_started
-                if token is None:  # a forced token draws no random number: fast-forward and step-by-step agree
-                    token = sample(logits, request.temperature, request.top_p, rng)
-                if request.trace:
-                    if masked:  # the view after the mask, whether or not the draw needed it
-                        apply_mask(logits, bitmask[0])
-                    trace.append(self._trace_step(token, bitmask[0] if matcher is not None else None,
-                                                  raw_logits, logits))
-            if masked:
-                whole_mask_us.append(grammar_s * 1e6)
-            if matcher is not None:
-                grammar_us.append(grammar_s * 1e6)
-                forced_count += forced is not None
+            token = self._next_token(request, guide, penalties, rng, backlog, trace)
             first_token_at = first_token_at or time.perf_counter()
             if token in self.end_of_generation:
                 finish_reason = "stop"
                 break
             tokens.append(token)
             penalties.record(token)
-            if matcher is not None and not matcher.consume_token(token):
-                raise unsatisfiable(request, matcher.get_error())
+            if guide is not None:
+                guide.consume(token)
             piece = scanner.feed(decoder.decode(self.llm.detokenize([token])))
             if piece:
                 on_text(piece)
-            if scanner.stopped or (matcher is not None and matcher.is_stopped()):
+            if scanner.stopped or (guide is not None and guide.matcher.is_stopped()):
                 finish_reason = "stop"
                 break
             backlog.add(token)
@@ -394,14 +413,35 @@ class Engine:
             "prompt_tokens_evaluated": prompt_evaluated,
             "time_to_first_token_ms": round((first_token_at - started) * 1000, 3),
             "decode_ms": round((ended - first_token_at) * 1000, 3),
-            "mask_us_per_token_p50": percentile(grammar_us, 50),
-            "mask_us_per_token_p99": percentile(grammar_us, 99),
-            "whole_masks": len(whole_mask_us),
-            "whole_mask_us_p50": percentile(whole_mask_us, 50),
-            "forced_tokens": forced_count,
+            **grammar_timings(guide),
             "fast_forward_batches": backlog.batches,
         }
         return Completion(scanner.text, finish_reason, len(job.prompt_tokens), len(tokens), timings, trace, tokens)
+
+    def _next_token(self, request: ChatRequest, guide: Guide | None, penalties: Penalties,
+                    rng: np.random.Generator, backlog: Backlog, trace: list[dict]) -> int:
+        """One token: forced by the grammar, or drawn from the model's penalised logits under the mask."""
+        forced, draw_first = guide.begin() if guide is not None else (None, False)
+        token = forced
+        if forced is None or request.trace:  # the model's logits are needed: it must catch up first
+            backlog.flush()
+            logits = self._logits()
+            penalties.apply(logits)  # before the mask, which always has the last word
+            raw_logits = logits.copy() if request.trace else None
+            if forced is None and draw_first:
+                token = guide.draw_then_check(logits, rng)
+            elif guide is not None and guide.masked:
+                guide.apply(logits)
+            if token is None:  # a forced token draws no random number: fast-forward and step-by-step agree
+                token = sample(logits, request.temperature, request.top_p, rng)
+            if request.trace:
+                if guide is not None and guide.masked:  # the view after the mask, whether or not the draw needed it
+                    apply_mask(logits, guide.bitmask[0])
+                trace.append(self._trace_step(token, guide.bitmask[0] if guide is not None else None,
+                                              raw_logits, logits))
+        if guide is not None:
+            guide.end(forced)
+        return token
 
     def _trace_step(self, token: int, bitmask: np.ndarray | None, before: np.ndarray, after: np.ndarray) -> dict:
         def named(pairs: list[tuple[int, float]]) -> list[list]:

@@ -7,8 +7,8 @@ guiding with a weaker grammar would hand the client output it never asked for.
 Inside a string the mask is the expensive part of a guided token: nearly every token of the
 vocabulary may come next, and llguidance walks them all, unless its slicer can allow a whole
 precomputed slice of the vocabulary at once. That needs the string's lexer to accept every string
-of the slice, which it cannot tell when a `pattern` is intersected with `maxLength` (330 us a
-token here, against 22 us). So the server writes the length into the pattern, which is the same
+of the slice, which it cannot tell when a `pattern` is intersected with `maxLength` (about 15 times
+slower a token; docs/results.md). So the server writes the length into the pattern, which is the same
 language, and gives the tokenizer slices for the plain-text alphabet the workshop's schemas use.
 """
 from __future__ import annotations
@@ -20,7 +20,7 @@ from typing import Any
 from llguidance import LLMatcher, LLTokenizer
 
 from helpers.contract import PLAIN_TEXT
-from helpers.dialects import Constraint
+from helpers.runtime.dialects import Constraint
 from helpers.server.protocol import RequestError
 
 # Compact separators keep a tiny model on short, natural tokens (", " and ": "); a

@@ -2,7 +2,7 @@
 
 A request body is read in three steps, each with an OpenAI-style error that names the field:
 `parse_body` (is it a JSON object?), `ChatCompletionRequest` (is every field one this server
-knows, of the right type and range?), then `helpers.dialects` (which constraint do the
+knows, of the right type and range?), then `helpers.runtime.dialects` (which constraint do the
 guided-decoding fields ask for?). A field nobody here knows is refused, as OpenAI refuses it,
 and so is a known parameter this server does not implement: dropping either would hand the
 client something it never asked for.
@@ -29,7 +29,8 @@ from pydantic import (
 )
 from pydantic_core import PydanticCustomError
 
-from helpers.dialects import BODY_FIELDS, TRACE_FIELD, Constraint, DialectError, constraint_from_body
+from helpers.contract import json_path
+from helpers.runtime.dialects import BODY_FIELDS, TRACE_FIELD, Constraint, DialectError, constraint_from_body
 
 # The embedded model reads text only; an image part becomes this line so the
 # conversation keeps its shape (the Holo3 observation wrapper stays intact).
@@ -266,17 +267,13 @@ def parse_body(raw: bytes) -> dict:
     return body
 
 
-def _path(loc: tuple) -> str:
-    return "".join(f"[{part}]" if isinstance(part, int) else f".{part}" for part in loc).lstrip(".")
-
-
 def _as_request_error(error: dict) -> RequestError:
     """One Pydantic error as the OpenAI-style 400 it stands for, naming the field."""
     kind, loc = error["type"], tuple(error["loc"])
     if kind == "unsupported_parameter":
         key = error["ctx"]["key"]
         return RequestError(error["ctx"]["why"], key, "unsupported_parameter")
-    path = _path(loc)
+    path = json_path(loc)
     if kind == "extra_forbidden":
         if len(loc) == 1:
             return RequestError(f"Unrecognized request argument supplied: {path}", path, "unknown_parameter")

@@ -3,7 +3,7 @@ knows (and near misses), and valid bodies with some fields changed. Shared by th
 HTTP-level fuzz tests."""
 from hypothesis import strategies as st
 
-from helpers.dialects import BODY_FIELDS
+from helpers.runtime.dialects import BODY_FIELDS
 from helpers.server import MODEL_ID
 from helpers.server.protocol import NOT_IMPLEMENTED
 

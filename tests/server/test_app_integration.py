@@ -7,7 +7,7 @@ import urllib.request
 import jsonschema
 import pytest
 
-from helpers.dialects import DIALECTS, Constraint, guided_json, request_fields
+from helpers.runtime.dialects import DIALECTS, Constraint, guided_json, request_fields
 from helpers.server import MODEL_ID
 
 pytestmark = pytest.mark.integration

@@ -83,7 +83,7 @@ def test_the_report_shows_ratio_forced_share_mask_and_prompt_speed_side_by_side(
 def test_the_unbounded_string_cases_leave_their_strings_unbounded_and_compile():
     from llguidance import LLTokenizer
 
-    from helpers.dialects import Constraint
+    from helpers.runtime.dialects import Constraint
     from helpers.server.guidance import compile_matcher
 
     found = load_unbounded_cases()

@@ -12,10 +12,10 @@ from hypothesis import strategies as st
 from llguidance import LLMatcher, LLTokenizer
 
 from helpers.contract import PLAIN_TEXT
-from helpers.dialects import Constraint
+from helpers.runtime.dialects import Constraint
 from helpers.server.guidance import JSON_DEFAULTS, TOKEN_SLICES, compile_matcher, grammar_text, length_in_pattern
-from helpers.steps import STEP_SCHEMA
 from helpers.server.protocol import RequestError
+from helpers.steps import STEP_SCHEMA
 
 BYTES = LLTokenizer("byte")
 SCHEMA = {"type": "object", "properties": {"a": {"type": "integer"}}, "required": ["a"], "additionalProperties": False}

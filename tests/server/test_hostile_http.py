@@ -15,7 +15,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from body_strategies import bodies, near_valid
-from helpers.backends import embedded_client
+from helpers.runtime.backends import embedded_client
 from helpers.server import MODEL_ID
 from helpers.server.control import base_url, health, log_path, start_server, stop_server
 

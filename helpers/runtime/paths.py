@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent  # the workshop folder, wherever it was cloned
+ROOT = Path(__file__).resolve().parents[2]  # the workshop folder, wherever it was cloned
 DATA = ROOT / "data"
 CONSTRAINTS = ROOT / "constraints.txt"
 

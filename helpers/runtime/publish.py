@@ -1,7 +1,7 @@
 """Where the workshop is published, kept in one place, and everything that follows from it.
 
-    python -m helpers.publish --repo OWNER/NAME [--branch main]   # publish under a new address
-    python -m helpers.publish                                     # bring every notebook up to date
+    python -m helpers.runtime.publish --repo OWNER/NAME [--branch main]   # publish under a new address
+    python -m helpers.runtime.publish                                     # bring every notebook up to date
 
 The address is `[tool.workshop]` in pyproject.toml. From it this module writes each notebook's Colab
 badge, the setup cell that opens every notebook (one template, `setup_cell`), and the README's links to
@@ -17,7 +17,7 @@ from pathlib import Path
 
 import nbformat
 
-from helpers.paths import ROOT
+from helpers.runtime.paths import ROOT
 
 COLAB_BADGE_IMAGE = "https://colab.research.google.com/assets/colab-badge.svg"
 BADGE_LINE = re.compile(rf"^.*{re.escape(COLAB_BADGE_IMAGE)}.*$", re.MULTILINE)
@@ -57,7 +57,7 @@ class Address:
 def setup_cell(address: Address) -> str:
     """The first code cell of every notebook."""
     return f'''\
-# Setup: the same cell opens every notebook (written by `python -m helpers.publish`; change it there).
+# Setup: the same cell opens every notebook (written by `python -m helpers.runtime.publish`; change it there).
 # Locally, `./workshop lab` has installed everything. In Colab, every badge opens a NEW runtime: this cell
 # clones the workshop into it and installs the embedded model, with progress, unless an API key is set
 # (for a class: a free NVIDIA API Catalog key needs no build at all; see the README).
@@ -75,7 +75,7 @@ if importlib.util.find_spec("helpers") is None:
         WORKSHOP = pathlib.Path.cwd().parent
     sys.path.insert(0, str(WORKSHOP))  # the install is seen after a restart; this finds `helpers` now
 
-from helpers.environment import prepare
+from helpers.runtime.environment import prepare
 
 conn = prepare()  # with an API key set this compiles nothing; without one it starts the embedded model'''
 
@@ -143,7 +143,7 @@ def _write(path: Path, old: str, new: str) -> bool:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m helpers.publish", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="python -m helpers.runtime.publish", description=__doc__.splitlines()[0])
     parser.add_argument("--repo", help="OWNER/NAME on GitHub (default: the current one, from pyproject.toml)")
     parser.add_argument("--branch", help="the branch Colab opens and the setup cell clones (default: the current)")
     parser.add_argument("--root", type=Path, default=ROOT, help="the workshop folder (default: this checkout)")

@@ -7,9 +7,9 @@ and gives the upper bound in the results table.
 """
 from __future__ import annotations
 
-from helpers.screen import CampusStore, Element
 from helpers.steps import Step
-from helpers.tasks import Task
+from helpers.world.screen import CampusStore, Element
+from helpers.world.tasks import Task
 
 
 class ScriptedPolicy:

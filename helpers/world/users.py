@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from helpers.effects import Effect
-from helpers.screen import CampusStore
-from helpers.tasks import Task, instruction, wanted
+from helpers.world.effects import Effect
+from helpers.world.screen import CampusStore
+from helpers.world.tasks import Task, instruction, wanted
 
 
 @dataclass

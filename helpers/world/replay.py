@@ -9,10 +9,10 @@ from __future__ import annotations
 import json
 
 from helpers.loop import execute
-from helpers.scripted_policy import ScriptedPolicy
-from helpers.screen import CampusStore
 from helpers.steps import Step
-from helpers.tasks import Task, start_app
+from helpers.world.screen import CampusStore
+from helpers.world.scripted_policy import ScriptedPolicy
+from helpers.world.tasks import Task, start_app
 
 
 def reply_line(tool_call: dict, note: str | None = None, thought: str = "Next.") -> str:

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 
 from PIL import Image, ImageDraw, ImageFont
 
-from helpers.effects import Effect
+from helpers.world.effects import Effect
 
 WIDTH, HEIGHT = 800, 600
 ROW = 46

@@ -1,0 +1,13 @@
+"""The machinery every notebook relies on and none teaches.
+
+| module        | holds                                                                                   |
+|---------------|-----------------------------------------------------------------------------------------|
+| `backends`    | the one place that chooses the model (embedded, NVIDIA, H Company, any OpenAI-compatible) |
+| `dialects`    | how each server spells guided JSON, and nothing else                                    |
+| `environment` | the setup cell's `prepare()` and the pre-class check `python -m helpers.runtime.environment --check` |
+| `install`     | installing the embedded model's packages with progress                                  |
+| `publish`     | the Colab badges and setup cells: `python -m helpers.runtime.publish`                   |
+| `paths`       | where the workshop's files are                                                          |
+| `progress`    | progress as plain lines of text, readable on GitHub                                      |
+| `versions`    | which software produced a benchmark's numbers                                           |
+"""
