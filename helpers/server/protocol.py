@@ -36,6 +36,8 @@ from helpers.runtime.dialects import BODY_FIELDS, TRACE_FIELD, Constraint, Diale
 # conversation keeps its shape (the Holo3 observation wrapper stays intact).
 IMAGE_PLACEHOLDER = "[image omitted: the embedded model reads text only]"
 MAX_STOP_STRINGS = 4
+# A stop string is a short marker ("</answer>", "\n\n"); a long one only makes the server hold back that much text.
+MAX_STOP_LENGTH = 64
 MAX_SEED = 2**63 - 1
 MAX_DEADLINE_S = 3600.0
 # OpenAI's range for frequency_penalty and presence_penalty; vLLM only asks that repetition_penalty be positive.
@@ -183,7 +185,7 @@ class ChatCompletionRequest(GuidedFields):
     repetition_penalty: RepetitionPenalty | None = None
     max_tokens: StrictInt | None = Field(None, ge=1)
     max_completion_tokens: StrictInt | None = Field(None, ge=1)
-    stop: Annotated[list[Annotated[StrictStr, Field(min_length=1)]] | None,
+    stop: Annotated[list[Annotated[StrictStr, Field(min_length=1, max_length=MAX_STOP_LENGTH)]] | None,
                     BeforeValidator(_stop_as_list)] = Field(None, max_length=MAX_STOP_STRINGS)
     stream: StrictBool | None = None
     stream_options: StreamOptions | None = None

@@ -1,6 +1,7 @@
 import pytest
 
-from helpers.server.protocol import IMAGE_PLACEHOLDER, NOT_IMPLEMENTED, RequestError, parse_body, parse_chat_request
+from helpers.server.protocol import (IMAGE_PLACEHOLDER, MAX_STOP_LENGTH, NOT_IMPLEMENTED, RequestError, parse_body,
+                                     parse_chat_request)
 
 MODELS = ["tiny"]
 
@@ -99,6 +100,7 @@ def test_malformed_bodies_are_400s(raw):
     (request(max_tokens=True), "max_tokens", None),
     (request(stop=["a", "b", "c", "d", "e"]), "stop", None),
     (request(stop=[""]), "stop[0]", None),
+    (request(stop=["ok", "x" * 65]), "stop[1]", None),
     (request(stream="yes"), "stream", None),
     (request(n=2), "n", "unsupported_parameter"),
     (request(tools=[{"type": "function"}]), "tools", "unsupported_parameter"),
@@ -130,6 +132,11 @@ def test_bad_requests_are_400s_naming_the_field(body, param, code):
     assert (error.status, error.param, error.code) == (400, param, code)
     assert error.body()["error"]["type"] == "invalid_request_error"
     assert param.split(".")[-1].split("[")[0] in error.body()["error"]["message"]
+
+
+def test_a_stop_string_is_at_most_64_characters_and_the_refusal_says_so():
+    assert parse_chat_request(request(stop="x" * MAX_STOP_LENGTH), MODELS).stop == ("x" * MAX_STOP_LENGTH,)
+    assert f"at most {MAX_STOP_LENGTH} characters" in str(refused(request(stop="x" * 200_000)))
 
 
 def test_an_unknown_field_is_refused_in_openai_words():
