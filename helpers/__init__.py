@@ -16,7 +16,8 @@ earlier ones (a test walks the imports). Everything that is not a lesson lives i
 | 04       | `pipeline`     | the campus assistant end to end: ask, ladder, harness                      |
 | 05       | `compare`      | prompt-only against guided decoding in every dialect: `python -m helpers.compare` |
 | 05       | `mask_view`    | per token, what the grammar allowed                                        |
-| 06       | `grounding`    | schemas built from the context each turn                                   |
+| 06       | `goal`         | the user's goal: read by the model, confirmed by the user                  |
+| 06       | `grounding`    | schemas built from the context each turn: constraints, and a hand-written tier |
 | 06       | `agent`        | the Holo3 loop governed by the harness                                     |
 | 06       | `agent_bench`  | the configurations side by side: `python -m helpers.agent_bench`          |
 

@@ -1,6 +1,7 @@
 """The governed agent: notebook 03's Holo3 loop under notebook 04's harness (notebook 06).
 
-Each turn of a governed run:
+Before the first turn, the model reads the instruction into a `Goal` (guided by a schema grounded in the
+instruction) and the user confirms it or not; refused twice, the run ends by asking the user. Then each turn:
 
     observe -> the model proposes one step, guided by this turn's grounded schema
             -> the repair ladder (one guided repair, then a fallback that aborts)
@@ -9,14 +10,18 @@ Each turn of a governed run:
             -> the result, or the harness's verdict, goes back as a <tool_output> message
 
 Budgets come from the real `usage` of every call, and every turn is one JSONL trace line. The same
-function runs the three ungoverned configurations too, so that one benchmark compares them all:
+function runs the ungoverned configurations too, so that one benchmark compares them all:
 
-| config       | schema sent each turn                        | ladder | harness + user |
-|--------------|----------------------------------------------|--------|----------------|
-| `bare`       | the fixed `Step` schema (notebook 03's loop) | no     | no             |
-| `per_screen` | `click` narrowed to the screen               | no     | no             |
-| `grounded`   | every narrowing of `helpers.grounding`       | no     | no             |
-| `governed`   | every narrowing                              | yes    | yes            |
+| config        | goal                       | schema sent each turn                          | ladder | harness + user |
+|---------------|----------------------------|------------------------------------------------|--------|----------------|
+| `bare`        | none                       | the fixed `Step` schema (notebook 03's loop)   | no     | no             |
+| `per_screen`  | none                       | `click` narrowed to the screen                 | no     | no             |
+| `grounded`    | the model's, unconfirmed   | the constraints of `helpers.grounding`         | no     | no             |
+| `governed`    | the model's, confirmed     | the constraints                                | yes    | yes            |
+| `handwritten` | the model's, confirmed     | the constraints and the hand-written rules     | yes    | yes            |
+
+A policy that is not a model (the scripted reference, a replay) reads no goal: its run gets the task's own goal,
+labelled `scripted` in the episode.
 """
 from __future__ import annotations
 
@@ -32,19 +37,22 @@ from typing import Any, Callable, Iterable
 from jsonschema import Draft202012Validator
 from jsonschema.exceptions import best_match
 
-from helpers.grounding import NARROWINGS, Grounding, grounded_step_schema
+from helpers.goal import GOAL_TOKENS, Goal, goal_messages, goal_schema, refusal_message
+from helpers.grounding import HANDWRITTEN, NARROWINGS, Grounding, allowed_calls, grounded_step_schema
 from helpers.harness import Context, Decision, Tracer, User, governed_turn, record_effects
 from helpers.instruction import typing_asked_for
 from helpers.ladder import Contract, LadderRecord, Reply, climb, model_repair, step_fallback
-from helpers.loop import (EVICTED, Policy, Proposal, Turn, apply_step, observation_message, per_screen_schema,
-                          system_prompt, tool_output_message, trim_to_last_n_images)
+from helpers.loop import (EVICTED, ModelPolicy, Policy, Proposal, Turn, apply_step, observation_message,
+                          per_screen_schema, system_prompt, tool_output_message, trim_to_last_n_images)
 from helpers.steps import STEP_SCHEMA, STEP_TOKENS, Step, model_errors
 from helpers.world.effects import Ledger
-from helpers.world.screen import CampusStore
-from helpers.world.tasks import Task, instruction, start_app, succeeded, wanted
+from helpers.world.screen import CATALOG, CampusStore
+from helpers.world.tasks import Task, instruction, start_app, succeeded, task_goal, wanted
 from helpers.world.users import SimulatedUser
 
-CONFIGS = ("bare", "per_screen", "grounded", "governed")
+CONFIGS = ("bare", "per_screen", "grounded", "governed", "handwritten")
+GOVERNED = ("governed", "handwritten")
+READS_GOAL = ("grounded", *GOVERNED)
 MAX_STEPS = 12
 # A 12-step episode of the embedded model reads about 4,000 prompt tokens a step.
 TOKEN_BUDGET = 100_000
@@ -74,6 +82,8 @@ def schema_for(config: str, app: CampusStore, grounding: Grounding, narrowings: 
         return per_screen_schema(app)
     if config in ("grounded", "governed"):
         return grounded_step_schema(app, grounding, narrowings)
+    if config == "handwritten":
+        return grounded_step_schema(app, grounding, [*narrowings, *HANDWRITTEN])
     raise ValueError(f"unknown configuration {config!r}; choose one of {', '.join(CONFIGS)}")
 
 
@@ -123,12 +133,64 @@ class ReplayPolicy:
 
 
 @dataclass
+class GoalReading:
+    """The goal step: what the model read (or, for a policy that reads none, the task's own goal, labelled
+    `scripted`), whether the user confirmed it (None: nobody was asked), and the replies and usage it took."""
+
+    goal: Goal | None
+    source: str
+    confirmed: bool | None
+    replies: list[str] = field(default_factory=list)
+    usages: list[dict | None] = field(default_factory=list)
+
+
+def parse_goal(raw: str, schema: dict) -> Goal | None:
+    """A goal the grounded schema allows, or None: a reply that is not one is no reading at all."""
+    try:
+        data = json.loads(raw)
+    except ValueError:
+        return None
+    if best_match(Draft202012Validator(schema).iter_errors(data)) is not None or model_errors(Goal, data):
+        return None
+    return Goal.model_validate(data)
+
+
+def read_goal(policy: Policy, task: Task, app: CampusStore, text: str, user: User | None) -> GoalReading:
+    """The model reads the instruction into a goal; with a user (governed), the user confirms it, and a refused
+    reading gets one more try with the refusal in the conversation."""
+    schema = goal_schema(text, CATALOG)
+    if not isinstance(policy, ModelPolicy):
+        goal = Goal.model_validate(task_goal(task, app))
+        confirmed = None if user is None else user.confirm(goal.model_dump(), goal.describe())
+        return GoalReading(goal, "scripted", confirmed)
+    messages, reading = goal_messages(text, schema), GoalReading(None, "model", None)
+    for _ in range(2):
+        proposal = policy.propose(messages, app, schema, max_tokens=GOAL_TOKENS)
+        reading.replies.append(proposal.raw)
+        reading.usages.append(proposal.usage)
+        reading.goal = parse_goal(proposal.raw, schema)
+        if user is None:
+            return reading
+        reading.confirmed = reading.goal is not None and user.confirm(reading.goal.model_dump(),
+                                                                      reading.goal.describe())
+        if reading.confirmed:
+            return reading
+        messages = [*messages, {"role": "assistant", "content": proposal.raw}, refusal_message(text)]
+    return reading
+
+
+@dataclass
 class Episode:
     config: str
     task: str
     seed: int
     policy: str
     instruction: str
+    goal: dict | None = None
+    goal_source: str | None = None
+    goal_confirmed: bool | None = None
+    goal_reads: int = 0
+    single_option_steps: int = 0  # steps whose schema allowed exactly one call: the schema chose, not the model
     success: bool = False
     outcome: str = ""
     answer: str | None = None
@@ -186,22 +248,35 @@ def run_episode(policy: Policy, task: Task, seed: int = 0, config: str = "govern
     """
     app = start_app(task, seed)
     text = instruction(task, app)
-    governed = config == "governed"
+    governed = config in GOVERNED
     user = make_user(task, app)
-    ctx = Context(effects_of=app.effects_of, user=user, instruction=text, max_steps=max_steps,
-                  max_tokens=TOKEN_BUDGET, max_cost_usd=COST_BUDGET_USD,
-                  ledger=ledger if ledger is not None else Ledger())
-    earlier = len(ctx.ledger.entries)
-    grounding = Grounding(text)
     episode = Episode(config, task.id, seed, policy.name, text)
-    messages: list[dict] = [{"role": "system", "content": system_prompt()}, {"role": "user", "content": f"Task: {text}"}]
     started = time.perf_counter()
     usages: list[dict | None] = []
+    reading = read_goal(policy, task, app, text, user if governed else None) if config in READS_GOAL else None
+    if reading is not None:
+        usages += reading.usages
+        episode.goal = reading.goal.model_dump() if reading.goal else None
+        episode.goal_source, episode.goal_confirmed, episode.goal_reads = \
+            reading.source, reading.confirmed, len(reading.replies)
+    ctx = Context(effects_of=app.effects_of, user=user, instruction=text, max_steps=max_steps,
+                  max_tokens=TOKEN_BUDGET, max_cost_usd=COST_BUDGET_USD,
+                  goal=reading.goal if governed and reading.confirmed else None,
+                  ledger=ledger if ledger is not None else Ledger())
+    earlier = len(ctx.ledger.entries)
+    grounding = Grounding(text, reading.goal if reading is not None else None)
+    messages: list[dict] = [{"role": "system", "content": system_prompt()}, {"role": "user", "content": f"Task: {text}"}]
+    if governed and not reading.confirmed:
+        user.reply("I could not read your instruction into a goal you confirmed. What exactly should I do?")
+        episode.outcome = "goal not confirmed: asked the user"
+        max_steps = 0
     for number in range(max_steps):
         screenshot, screen = base64.b64encode(app.png()).decode(), app.accessibility_tree()
         messages = evict_screen_text(trim_to_last_n_images([*messages, observation_message(app)], keep_images))
         grounding.observe(app)
         schema = schema_for(config, app, grounding, narrowings)
+        options = allowed_calls(schema)
+        episode.single_option_steps += options == 1
         turn_started = time.perf_counter()
         proposal = policy.propose(messages, app, schema)
         before = len(ctx.ledger.entries)
@@ -227,7 +302,8 @@ def run_episode(policy: Policy, task: Task, seed: int = 0, config: str = "govern
         seconds = time.perf_counter() - turn_started
         new_effects = [entry.record() for entry in ctx.ledger.entries[before:]]
         episode.turns.append(Turn(screen, screenshot, proposal.raw, step, output, round(seconds, 3), proposal.usage,
-                                  proposal.finish_reason, rung=rung, decision=verdict, side_effects=new_effects))
+                                  proposal.finish_reason, rung=rung, decision=verdict, side_effects=new_effects,
+                                  allowed_calls=options))
         if tracer is not None and decision is not None:
             tracer.write(number, proposal.raw, ladder, decision, seconds, _sum_usage(turn_usages), new_effects)
         grounding.last_call = step["tool_call"] if step else None
@@ -239,7 +315,7 @@ def run_episode(policy: Policy, task: Task, seed: int = 0, config: str = "govern
                 episode.answer = step["tool_call"]["content"]
             break
     else:
-        episode.outcome = "step budget exhausted"
+        episode.outcome = episode.outcome or "step budget exhausted"
     episode.steps = len(episode.turns)
     episode.side_effects = side_effect_records(task, app, ctx.ledger, since=earlier)
     unwanted = sum(e["executed"] and not e["wanted"] for e in episode.side_effects)
@@ -248,6 +324,10 @@ def run_episode(policy: Policy, task: Task, seed: int = 0, config: str = "govern
     episode.seconds = round(time.perf_counter() - started, 3)
     episode.user_questions = list(getattr(user, "questions", []))
     return episode
+
+
+def _share(flags: list[bool]) -> float | None:
+    return round(sum(flags) / len(flags), 3) if flags else None
 
 
 def _sum_usage(usages: list[dict | None]) -> dict | None:
@@ -304,6 +384,10 @@ def summarize(records: list[dict]) -> dict[str, dict]:
             "rejections": dict(sum((Counter(r["rejections"]) for r in group), Counter())),
             "repairs": sum(r["repairs"] for r in group),
             "fallbacks": sum(r["fallbacks"] for r in group),
+            "single_option_share": round(sum(r["single_option_steps"] for r in group) /
+                                         max(1, sum(r["steps"] for r in group)), 3),
+            "goals_confirmed": _share([r["goal_confirmed"] for r in group if r["goal_confirmed"] is not None]),
+            "goals_read_by_model": sum(r["goal_source"] == "model" for r in group),
             "tokens": None if any(t is None for t in tokens) else sum(tokens),
             "seconds": round(sum(r["seconds"] for r in group), 1),
         }

@@ -1,6 +1,6 @@
 """Benchmark the agent configurations side by side: `python -m helpers.agent_bench --seeds 3`.
 
-Runs every task x seed in each configuration (`bare`, `per_screen`, `grounded`, `governed`; see
+Runs every task x seed in each configuration (`bare`, `per_screen`, `grounded`, `governed`, `handwritten`; see
 `helpers.agent`) on whatever `helpers.runtime.backends.connect()` selects, or on a policy that needs no model:
 
     --policy model          the model (default)
@@ -42,13 +42,19 @@ def episode_line(episode: Episode) -> str:
     effects = [f"{'RAN' if e['executed'] else 'blocked'} {e['action']} {e['detail']}"
                for e in episode.side_effects if not e["wanted"]]
     cut = f"; unwanted: {'; '.join(effects)}" if effects else ""
-    return (f"{episode.config:<10} {episode.task:<18} seed {episode.seed}  {'ok  ' if episode.success else 'FAIL'} "
-            f"{episode.steps:>2} steps  {episode.outcome}{cut}")
+    goal = {True: "goal confirmed", False: "goal refused", None: "goal unconfirmed"}[episode.goal_confirmed] \
+        if episode.goal_source == "model" else ""
+    return (f"{episode.config:<11} {episode.task:<22} seed {episode.seed}  {'ok  ' if episode.success else 'FAIL'} "
+            f"{episode.steps:>2} steps ({episode.single_option_steps} single-option)  {goal + '; ' if goal else ''}"
+            f"{episode.outcome}{cut}")
 
 
 def table(summary: dict[str, dict]) -> str:
     rows = [("episodes (task x seed)", lambda s: str(s["episodes"])),
             ("success rate", lambda s: f"{s['success_rate']:.0%}"), ("mean steps", lambda s: f"{s['mean_steps']:.1f}"),
+            ("steps the schema decided (one allowed call)", lambda s: f"{s['single_option_share']:.0%}"),
+            ("goals the user confirmed", lambda s: "-" if s["goals_confirmed"] is None
+             else f"{s['goals_confirmed']:.0%}"),
             ("side effects not asked for, executed", lambda s: str(s["unasked_executed"])),
             ("  of which the instruction did not want", lambda s: str(s["unwanted_executed"])),
             ("unwanted side effects blocked", lambda s: str(s["unwanted_blocked"])),
@@ -129,7 +135,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--policy", default="model", help="model, scripted or replay:PATH")
     parser.add_argument("--max-steps", type=int, default=MAX_STEPS)
     parser.add_argument("--narrowings", nargs="*", default=list(NARROWINGS), choices=NARROWINGS,
-                        help="which narrowings the grounded and governed configurations apply (default: all)")
+                        help="which constraints the grounded, governed and handwritten configurations apply "
+                             "(default: all; handwritten adds its rules to them)")
     parser.add_argument("--json", type=Path, default=None, help="write episodes and summary here")
     parser.add_argument("--chart", type=Path, default=None, help="draw the chart here (PNG)")
     parser.add_argument("--trace", type=Path, default=None, help="a folder for one JSONL trace per governed episode")

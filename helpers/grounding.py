@@ -1,26 +1,24 @@
-"""Grounded schemas: the `Step` schema narrowed, each turn, to what the context can back up.
+"""Grounded schemas: the `Step` schema narrowed, each turn, to what the context can back up, and no further.
 
-Each narrowing is a plain function from the context (the screen, the user's instruction, the values seen
-so far, the last action) to a piece of JSON Schema, and `grounded_step_schema` puts the pieces together.
-With guided decoding the model cannot leave them: it clicks only what is on the screen, types only what
-the user asked for, and answers (or notes) only values it has seen or phrases the instruction spells out.
-None of the rules names a task or an answer; the tighter the schema, the less the model has to know.
+Each narrowing is a plain function from the context (the screen, the user's confirmed goal, the values seen so
+far) to a piece of JSON Schema, and `grounded_step_schema` puts the pieces together. With guided decoding the
+model cannot leave them. The default narrowings are constraints: each removes what the context cannot back up
+(a click on nothing, a phrase nobody asked to type, an answer never seen, an order nobody asked for) and none
+chooses among what it can. When to answer, which value is the answer and which way to go are the model's.
 
-| narrowing   | from                   | the model may then only                                        |
-|-------------|------------------------|----------------------------------------------------------------|
-| `clicks`    | the screen             | click an element that is there, at its centre                  |
-| `typing`    | the instruction        | type a phrase of the instruction                               |
-| `answers`   | screens seen, instruction | answer with a value seen, a phrase of the instruction, or two seen values together |
-| `notes`     | screens seen           | note null, or up to four facts seen ("Price: $12.50"), joined by "; " |
-| `focus`     | the screen             | type, when a text box has the focus and is empty; scroll only where there is more to see |
-| `no_repeat` | the last action        | do something other than exactly what it just did               |
-| `no_backtrack` | the pages seen | not return to the page it has just left, while there is anywhere else to go |
-| `fields`    | the screen, the instruction | type into a box only what fits it (a number into a number box, a credential into its own box), and click a box only when something fits it |
-| `relevance` | the screen, the instruction | answer with facts whose label the instruction mentions ("the price" -> "Price: $12.50") |
-| `named_effects` | the app, the instruction | press a button that cannot be undone only when the instruction names its action and the app says it would do what the instruction spells out ("Order 2 Pencil set" -> "Place order" with 2 in the box) |
-| `order_first` | the app, the instruction | on the page of a product the instruction says to order, leave (or answer) only by placing that order |
-| `answer_when_shown` | the screen, the instruction | answer (or ask, or stop) once the screen shows what the instruction asks about: a fact it mentions, or its quoted phrase |
-| `stuck_intents` | the last turn | ask the user, plan or stop only when the last step was refused (by the harness, or as invalid) |
+| narrowing       | from                  | the model may then only                                               |
+|-----------------|-----------------------|-----------------------------------------------------------------------|
+| `clicks`        | the screen            | click an element that is there, at its centre                        |
+| `typing`        | the goal, the screen  | type into the focused box a value of the goal that fits it (a credential only into its own box) |
+| `answers`       | screens seen, the instruction | answer with a value seen, a phrase the user quoted, a product the goal names, or two seen values |
+| `notes`         | screens seen          | note null, or up to four facts seen ("Price: $12.50"), joined by "; " |
+| `moves`         | the screen            | scroll only where there is more to see, go back only where there is a page to go back to |
+| `named_effects` | the app, the goal     | press a button (or Enter) that cannot be undone only when the goal asks for what the app says it would do |
+
+`HANDWRITTEN` is another tier, labelled for what it is: rules that decide for the model (type whenever a box has
+the focus, never the same action twice, never straight back, answer as soon as the asked fact shows, leave an
+ordered product's page only by ordering, ask or stop only after a refusal). Notebook 06 runs them once, as the
+warning they are: the rate they reach is the rules' author's, not the model's.
 """
 from __future__ import annotations
 
@@ -30,22 +28,26 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from helpers.instruction import answer_phrases, credentials, names, phrases, orders, quoted
+from helpers.goal import Goal
+from helpers.instruction import quoted
 from helpers.loop import clicks, closed_call
 from helpers.steps import STEP_SCHEMA, TOOL_MODELS
-from helpers.world.effects import Effect
 from helpers.world.screen import CampusStore, Element
 
-NARROWINGS = ("clicks", "typing", "answers", "notes", "focus", "no_repeat", "no_backtrack", "fields", "relevance",
-              "named_effects", "order_first", "answer_when_shown", "stuck_intents")
+NARROWINGS = ("clicks", "typing", "answers", "notes", "moves", "named_effects")
+HANDWRITTEN = ("focus", "no_repeat", "no_backtrack", "fields", "relevance", "order_first", "answer_when_shown",
+               "stuck_intents")
 VALUE_MAX_LENGTH = 30  # a price, a count, a SKU, a receipt URL, a product name; not a sentence
+MANY = None  # a count of allowed calls that free text makes too large to list
 
 
 @dataclass
 class Grounding:
-    """What the narrowings read: the user's instruction, the values seen on every screen so far, the last call."""
+    """What the narrowings read: the instruction, the goal (confirmed, or as the model read it), the values seen on
+    every screen so far, the last call."""
 
     instruction: str
+    goal: Goal | None = None
     seen: list[str] = field(default_factory=list)
     facts: list[str] = field(default_factory=list)
     headings: list[str] = field(default_factory=list)
@@ -86,68 +88,38 @@ def _free_text(tool: str) -> dict[str, Any]:
     return STEP_SCHEMA["$defs"][TOOL_MODELS[tool].__name__]
 
 
-def typing(instruction: str, box: Element | None = None) -> list[dict[str, Any]]:
-    """`write` whose content is a phrase of the instruction, or, when `box` is given, only one that fits it,
-    with Enter pressed exactly when it is a search box (none when nothing fits)."""
-    allowed = fitting(instruction, box) if box is not None else phrases(instruction)
-    # A search box is submitted with Enter; in any other box Enter would submit a form half filled in.
-    enter = {"const": box.input_type == "search"} if box is not None else {"type": "boolean"}
-    return [closed_call("write", {"content": {"enum": allowed}, "press_enter": enter},
-                    ["tool_name", "content"])] if allowed else []
-
-
-def fitting(instruction: str, box: Element) -> list[str]:
-    """The phrases of the instruction that fit a text box: the credential meant for it, else a number for a
-    number box, else any phrase that is neither a number nor someone else's credential."""
-    given = credentials(instruction)
-    meant = [value for value, field in given.items() if field.lower() == box.name.lower()]
-    if meant or box.input_type == "password":
-        return meant
-    others = [p for p in phrases(instruction) if p not in given and p not in answer_phrases(instruction)]
-    return [p for p in others if p.isdigit() == (box.input_type == "number")]
-
-
 def focused_box(app: CampusStore) -> Element | None:
     return next((el for el in app.elements() if el.role == "textbox" and el.target == app.focused), None)
 
 
-def fields_rule(app: CampusStore, instruction: str, variants: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Type only into a focused, empty box, only what fits it; click a box only when something fits it that it
-    lacks."""
+def box_values(goal: Goal | None, box: Element) -> list[str]:
+    """What may be typed into `box` so that it then holds a value of the goal (the app appends what is typed)."""
+    wanted = goal.values_for(box.name) if goal is not None else []
+    return list(dict.fromkeys(value[len(box.value):] for value in wanted
+                              if value.casefold().startswith(box.value.casefold()) and len(value) > len(box.value)))
+
+
+def typing(app: CampusStore, goal: Goal | None) -> list[dict[str, Any]]:
+    """`write` into the focused box, of a goal value that fits it; none when no box has the focus."""
     box = focused_box(app)
-    kept = []
-    for variant in variants:
-        tool = _tool(variant)
-        if tool == "write":  # the app appends what is typed: only an empty box is worth typing into
-            kept += typing(instruction, box) if box is not None and not box.value else []
-            continue
-        target = _clicked(app, variant)
-        if tool == "click" and target is not None and target.role == "textbox":
-            if not set(fitting(instruction, target)) - {target.value}:
-                continue
-        kept.append(variant)
-    return kept
+    allowed = box_values(goal, box) if box is not None else []
+    return [closed_call("write", {"content": {"const": value}, "press_enter": {"type": "boolean"}},
+                        ["tool_name", "content"]) for value in allowed]
 
 
-def _clicked(app: CampusStore, variant: dict[str, Any]) -> Element | None:
-    name = variant["properties"].get("element", {}).get("const")
-    return next((el for el in app.elements() if el.name == name), None) if name else None
+def spelled_out(instruction: str, goal: Goal | None) -> list[str]:
+    """What the user spelled out to answer with: the phrases the instruction quotes, the products the goal names."""
+    return list(dict.fromkeys([*quoted(instruction), *(goal.products() if goal is not None else [])]))
 
 
-def answer_values(seen: list[str], instruction: str) -> list[str]:
-    """What an answer may say: a value seen, a phrase of the instruction, or two seen values together."""
+def answer_values(seen: list[str], instruction: str, goal: Goal | None = None) -> list[str]:
+    """What an answer may say: a value seen, a phrase the user spelled out, or two seen values together."""
     pairs = [f"{a}, {b}" for i, a in enumerate(seen) for b in seen[i + 1:]]
-    return list(dict.fromkeys([*seen, *phrases(instruction), *pairs]))
+    return list(dict.fromkeys([*seen, *spelled_out(instruction, goal), *pairs]))
 
 
-def answers(seen: list[str], instruction: str) -> list[dict[str, Any]]:
-    allowed = answer_values(seen, instruction)
-    return [closed_call("answer", {"content": {"enum": allowed}})] if allowed else []
-
-
-def relevant(facts: list[str], instruction: str) -> list[str]:
-    """The values of the facts whose label the instruction mentions: 'Price: $12.50' for 'Answer with the price'."""
-    return [fact.split(": ", 1)[1] for fact in facts if _words(_label(fact)) & _words(instruction)]
+def answers(values: list[str]) -> list[dict[str, Any]]:
+    return [closed_call("answer", {"content": {"enum": values}})] if values else []
 
 
 NOTE_FACTS = 4
@@ -163,40 +135,81 @@ def notes(facts: list[str]) -> dict[str, Any]:
                       {"type": "string", "pattern": f"^{fact}(?:; {fact}){{0,{NOTE_FACTS - 1}}}$"}]}
 
 
-def focus_rules(app: CampusStore, variants: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """A focused, empty text box is there to be typed into; scrolling only where there is more to see."""
-    focused = next((el for el in app.elements() if el.role == "textbox" and el.target == app.focused), None)
-    if focused is not None and not focused.value:
-        return [v for v in variants if _tool(v) in ("write", "ask_user", "abort")]
+def moves(app: CampusStore, variants: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Scroll only where there is more to see; go back only where there is a page to go back to."""
     scrollable = any(el.name.endswith("scroll down") for el in app.elements()) or app.offset > 0
     return [v for v in variants if (_tool(v) != "scroll" or scrollable) and (_tool(v) != "go_back" or app.history)]
+
+
+def _clicked(app: CampusStore, variant: dict[str, Any]) -> Element | None:
+    name = variant["properties"].get("element", {}).get("const")
+    return next((el for el in app.elements() if el.name == name), None) if name else None
+
+
+def irreversible_effects(app: CampusStore, variant: dict[str, Any], enter: bool = False) -> list:
+    """The effects that cannot be undone which this call would have now, as the app describes them."""
+    tool = _tool(variant)
+    if tool == "click":
+        target = _clicked(app, variant)
+        if target is None:
+            return []
+        x, y = target.grid_center()
+        return [e for e in app.effects_of("click", {"x": x, "y": y}) if e.irreversible]
+    if tool == "write" and "const" in variant["properties"].get("content", {}):
+        content = variant["properties"]["content"]["const"]
+        return [e for e in app.effects_of("write", {"content": content, "press_enter": enter}) if e.irreversible]
+    return []
+
+
+def named_effects(app: CampusStore, goal: Goal | None, variants: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """A call whose effect cannot be undone stays only when the goal asks for exactly that effect (an order of its
+    product, in its quantity, as the app says the call would place it); Enter in a box, likewise."""
+    def asked(effects: list) -> bool:
+        return goal is not None and all(goal.effect_allowed(e)[0] for e in effects)
+
+    kept = []
+    for variant in variants:
+        if not asked(irreversible_effects(app, variant)):
+            continue
+        if _tool(variant) == "write" and not asked(irreversible_effects(app, variant, enter=True)):
+            variant = copy.deepcopy(variant)
+            variant["properties"]["press_enter"] = {"const": False}
+        kept.append(variant)
+    return kept
+
+
+# --- the hand-written tier: rules that decide for the model ---------------------------------------------------
+
+def fields_rule(app: CampusStore, goal: Goal | None, variants: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Click a text box only when the goal has something for it that it lacks."""
+    def useful(variant: dict[str, Any]) -> bool:
+        target = _clicked(app, variant) if _tool(variant) == "click" else None
+        return target is None or target.role != "textbox" or bool(box_values(goal, target))
+
+    return [v for v in variants if useful(v)]
+
+
+def relevant(facts: list[str], instruction: str) -> list[str]:
+    """The values of the facts whose label the instruction mentions: 'Price: $12.50' for 'Answer with the price'."""
+    return [fact.split(": ", 1)[1] for fact in facts if _words(_label(fact)) & _words(instruction)]
+
+
+def focus_rules(app: CampusStore, variants: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """A focused, empty text box is there to be typed into: nothing else but asking or stopping."""
+    box = focused_box(app)
+    if box is not None and not box.value:
+        return [v for v in variants if _tool(v) in ("write", "ask_user", "abort")]
+    return variants
 
 
 def _words(text: str) -> set[str]:
     return {w.lower() for w in re.findall(r"[A-Za-z]{3,}", text)}
 
 
-def named_effects(app: CampusStore, instruction: str, variants: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """A click whose effect cannot be undone stays only when the instruction names it (shares a word with it)
-    and the effect, as the app describes it, is what the instruction spells out: an order of the product it
-    names, in the quantity it gives ("Order 2 Pencil set" -> not with 1 in the Quantity box)."""
-    def named(variant: dict[str, Any]) -> bool:
-        target = _clicked(app, variant)
-        if _tool(variant) != "click" or target is None:
-            return True
-        x, y = target.grid_center()
-        irreversible = [e for e in app.effects_of("click", {"x": x, "y": y}) if e.irreversible]
-        if not irreversible:
-            return True
-        return bool(_words(target.name) & _words(instruction)) and all(spelled_out(e, instruction) for e in irreversible)
-
-    return [v for v in variants if named(v)]
-
-
-def order_first(app: CampusStore, instruction: str, variants: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """On the page of a product the instruction says to order, until that order has run, no way off the page
-    but the order itself, and no answer yet: an agent that wanders off has to find its way back."""
-    if app.page != "product" or app.subject not in orders(instruction):
+def order_first(app: CampusStore, goal: Goal | None, variants: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """On the page of the product the goal orders, until that order has run, no way off the page but the order
+    itself, and no answer yet."""
+    if goal is None or goal.order is None or app.page != "product" or app.subject != goal.order.product:
         return variants
     if any(e.action == "place_order" and e.key[1] == app.subject for e in app.effects):
         return variants
@@ -204,46 +217,28 @@ def order_first(app: CampusStore, instruction: str, variants: list[dict[str, Any
     def leaves(variant: dict[str, Any]) -> bool:
         if _tool(variant) == "answer":
             return True
-        target = _clicked(app, variant) if _tool(variant) == "click" else None
-        if target is not None:
-            x, y = target.grid_center()
-            if any(e.irreversible for e in app.effects_of("click", {"x": x, "y": y})):
-                return False
-        return destination(app, variant) is not None
+        return not irreversible_effects(app, variant) and destination(app, variant) is not None
 
     return [v for v in variants if not leaves(v)] or variants
 
 
-def ordered_all(app: CampusStore, instruction: str) -> bool:
-    """Every order the instruction gives has run, as it spells it out (none given: False)."""
-    wanted = orders(instruction)
-    placed = {e.key[1:] for e in app.effects if e.action == "place_order"}
-    return bool(wanted) and set(wanted.items()) <= placed
-
-
-def spelled_out(effect: Effect, instruction: str) -> bool:
-    """An order is spelled out when the instruction names its product and asks for exactly its quantity."""
-    if effect.action != "place_order":
-        return True
-    _, product, quantity = effect.key
-    return orders(instruction).get(product) == quantity
-
-
 def shown(app: CampusStore, grounding: Grounding) -> list[str]:
-    """What this screen shows of what the instruction asks about ([] when not everything): a phrase it quotes
-    ('signed in'), the phrase to answer with once every order it gives has run ('ordered'), or, once every name
-    it gives has headed a page seen, a fact here for every fact label it mentions (their values)."""
-    instruction = grounding.instruction
+    """What this screen shows of what was asked ([] when not everything): a phrase the user quoted, that phrase once
+    the goal's order has run, or, once every product of the goal has headed a page seen, a fact here for every
+    fact label the instruction mentions (their values)."""
+    instruction, goal = grounding.instruction, grounding.goal
     texts = [el.name.lower() for el in app.elements() if el.role in ("text", "heading")]
     said = [q for q in quoted(instruction) if any(q.lower() in t for t in texts)]
     if said:
         return said
-    if ordered_all(app, instruction) and answer_phrases(instruction):
-        return answer_phrases(instruction)  # "Order 2 ..., then answer 'ordered'": the order ran, the answer is due
+    ordered = goal is not None and goal.order is not None and any(
+        e.key[1:] == (goal.order.product, goal.order.quantity) for e in app.effects if e.action == "place_order")
+    if ordered and quoted(instruction):
+        return quoted(instruction)
     asked = {_label(f) for f in grounding.facts if _words(_label(f)) & _words(instruction)}
     here = screen_facts(app)
-    all_named_seen = set(names(instruction)) <= set(grounding.headings)
-    if asked and asked <= {_label(f) for f in here} and all_named_seen:
+    all_seen = goal is not None and set(goal.products()) <= set(grounding.headings)
+    if asked and asked <= {_label(f) for f in here} and all_seen:
         return relevant(here, instruction)
     return []
 
@@ -253,12 +248,11 @@ def _label(fact: str) -> str:
 
 
 def answer_when_shown(app: CampusStore, grounding: Grounding, variants: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Once the screen shows what the instruction asks about, answer with it (or ask, or stop)."""
+    """Once the screen shows what was asked about, answer with it (or ask, or stop)."""
     values = shown(app, grounding)
     if not values:
         return variants
-    kept = [v for v in variants if _tool(v) in ("ask_user", "abort")]
-    return answers(values, "") + kept
+    return answers(values) + [v for v in variants if _tool(v) in ("ask_user", "abort")]
 
 
 def no_repeat(last_call: dict | None, variants: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -301,27 +295,30 @@ def _tool(variant: dict[str, Any]) -> str:
 
 def grounded_step_schema(app: CampusStore, grounding: Grounding,
                          narrowings: Iterable[str] = NARROWINGS) -> dict[str, Any]:
-    """The `Step` schema for this turn, with the chosen narrowings applied (all of them by default)."""
+    """The `Step` schema for this turn, with the chosen narrowings applied (the constraints by default)."""
     chosen = set(narrowings)
-    if unknown := chosen - set(NARROWINGS):
-        raise ValueError(f"unknown narrowing {sorted(unknown)}; choose from {', '.join(NARROWINGS)}")
+    if unknown := chosen - {*NARROWINGS, *HANDWRITTEN}:
+        raise ValueError(f"unknown narrowing {sorted(unknown)}; choose from {', '.join([*NARROWINGS, *HANDWRITTEN])}")
+    goal, instruction = grounding.goal, grounding.instruction
     variants = clicks(app) if "clicks" in chosen else [_free_text("click")]
-    variants += typing(grounding.instruction) if "typing" in chosen else [_free_text("write")]
+    variants += typing(app, goal) if "typing" in chosen else [_free_text("write")]
     variants += [_free_text("scroll"), _free_text("go_back")]
     if "answers" in chosen:
-        values = relevant(grounding.facts, grounding.instruction) if "relevance" in chosen else grounding.seen
-        variants += answers(values, grounding.instruction)
+        seen = relevant(grounding.facts, instruction) if "relevance" in chosen else grounding.seen
+        variants += answers(answer_values(seen, instruction, goal))
     else:
         variants.append(_free_text("answer"))
     variants += [_free_text(tool) for tool in ("ask_user", "update_plan", "abort")]
+    if "moves" in chosen:
+        variants = moves(app, variants)
+    if "named_effects" in chosen:
+        variants = named_effects(app, goal, variants)
     if "fields" in chosen:
-        variants = fields_rule(app, grounding.instruction, variants)
+        variants = fields_rule(app, goal, variants)
     if "focus" in chosen:
         variants = focus_rules(app, variants)
-    if "named_effects" in chosen:
-        variants = named_effects(app, grounding.instruction, variants)
     if "order_first" in chosen:
-        variants = order_first(app, grounding.instruction, variants)
+        variants = order_first(app, goal, variants)
     if "answer_when_shown" in chosen:
         variants = answer_when_shown(app, grounding, variants)
     if "stuck_intents" in chosen and not grounding.stuck:
@@ -334,6 +331,48 @@ def grounded_step_schema(app: CampusStore, grounding: Grounding,
     return {"type": "object", "additionalProperties": False, "required": ["note", "thought", "tool_call"],
             "properties": {"note": note, "thought": STEP_SCHEMA["properties"]["thought"],
                            "tool_call": {"anyOf": variants}}}
+
+
+def allowed_calls(schema: dict[str, Any]) -> int | None:
+    """How many distinct tool calls (tool and arguments) a step schema allows; `MANY` (None) when free text or a
+    free number is among them. One means the schema, not the model, chose the call."""
+    tool_call = schema["properties"]["tool_call"]
+    variants = tool_call.get("anyOf") or tool_call.get("oneOf")
+    if variants is None:
+        return MANY
+    total = 0
+    for variant in variants:
+        variant = _resolve(schema, variant)
+        count = 1
+        required = set(variant.get("required", []))
+        for name, spec in variant.get("properties", {}).items():
+            options = _options(_resolve(schema, spec))
+            if options is MANY:
+                return MANY
+            count *= options if name in required else options + 1
+        total += count
+    return total
+
+
+def _resolve(schema: dict[str, Any], spec: dict[str, Any]) -> dict[str, Any]:
+    if "$ref" in spec:
+        return schema.get("$defs", STEP_SCHEMA["$defs"])[spec["$ref"].rsplit("/", 1)[1]]
+    return spec
+
+
+def _options(spec: dict[str, Any]) -> int | None:
+    if "const" in spec:
+        return 1
+    if "enum" in spec:
+        return len(spec["enum"])
+    if spec.get("type") == "boolean":
+        return 2
+    if "anyOf" in spec:
+        counts = [_options(s) for s in spec["anyOf"]]
+        return MANY if MANY in counts else sum(counts)
+    if spec.get("type") == "null":
+        return 1
+    return MANY
 
 
 def describe(schema: dict[str, Any]) -> str:

@@ -52,6 +52,22 @@ class User(Protocol):
     def reply(self, question: str) -> str: ...
 
 
+class ConfirmedGoal(Protocol):
+    """What the user confirmed they asked for (notebook 06 builds one): what may be typed where, and which
+    irreversible effects were asked for at all."""
+
+    def describe(self) -> str: ...
+
+    def typing_allowed(self, text: str, box: str) -> tuple[bool, str]: ...
+
+    def effect_allowed(self, effect: Effect) -> tuple[bool, str]: ...
+
+
+class HarnessBreach(AssertionError):
+    """An irreversible effect ran that the user had not approved: a bug in the harness or the app, never a model's
+    doing; the run stops here."""
+
+
 @dataclass(frozen=True)
 class Intent:
     kind: IntentKind
@@ -77,12 +93,14 @@ class Decision:
 @dataclass
 class Context:
     """What the checks need beyond the intent: who asks, what the app says an action would change, the user
-    who may approve it, the instruction that says what to type, the ledger of side effects, the budgets."""
+    who may approve it, what the user asked for (the instruction, or the goal they confirmed, which then decides),
+    the ledger of side effects, the budgets."""
 
     role: str = "shopper"
     effects_of: Callable[[str, dict], list[Effect]] | None = None
     user: User | None = None
     instruction: str | None = None
+    goal: ConfirmedGoal | None = None
     ledger: Ledger = field(default_factory=Ledger)
     max_steps: int = 12
     max_tokens: int = 40_000
@@ -146,7 +164,7 @@ def decide(data: Any, ctx: Context) -> Decision:
         for effect in effects:
             ctx.ledger.blocked(effect, problem[0])
         return Decision(False, problem[0], problem[1], intent, dropped, effects)
-    asked = {e.key for e in effects if e.irreversible or ctx.instruction is not None}
+    asked = {e.key for e in effects if e.irreversible or ctx.instruction is not None or ctx.goal is not None}
     return Decision(True, None, f"{intent.tool} may run", intent, dropped, effects, asked)
 
 
@@ -176,12 +194,17 @@ def check_tool_request(intent: Intent, ctx: Context, effects: list[Effect] = ())
         return "invalid_argument", "; ".join(errors)
     if violation := policy_violation(intent):
         return "policy_violation", violation
-    if ctx.instruction is not None:
-        for effect in effects:
-            asked, why = typing_asked_for(ctx.instruction, effect.text, effect.field) \
-                if effect.action == "type_text" else (True, "")
-            if not asked:
-                return "not_asked", why
+    for effect in effects:
+        if effect.action != "type_text":
+            continue
+        if ctx.goal is not None:
+            asked, why = ctx.goal.typing_allowed(effect.text, effect.field)
+        elif ctx.instruction is not None:
+            asked, why = typing_asked_for(ctx.instruction, effect.text, effect.field)
+        else:
+            asked, why = True, ""
+        if not asked:
+            return "not_asked", why
     if intent.tool not in ROLES.get(ctx.role, frozenset()):
         return "permission_denied", f"the {ctx.role} role may not use {intent.tool}"
     if ctx.steps_used >= ctx.max_steps:
@@ -203,12 +226,17 @@ def policy_violation(intent: Intent) -> str | None:
 
 
 def weigh_side_effects(effects: list[Effect], ctx: Context) -> tuple[str, str] | None:
-    """An effect that cannot be undone runs once per ledger, and only when the user, asked now, approves."""
+    """An effect that cannot be undone runs once per ledger, only when the confirmed goal (if any) asks for it, and
+    only when the user, asked now, approves."""
     for effect in effects:
         if not effect.irreversible:
             continue
         if ctx.ledger.executed(effect.key):
             return "duplicate_side_effect", f"already done, not repeated: {effect.describe()}"
+        if ctx.goal is not None:
+            asked, why = ctx.goal.effect_allowed(effect)
+            if not asked:
+                return "not_asked", f"{why}; refused without asking"
         if ctx.user is None:
             return "not_approved", f"{effect.describe()} cannot be undone, and there is no user to approve it"
         if not ctx.user.approve(effect):
@@ -253,6 +281,14 @@ def record_effects(app: CampusStore, since: int, ctx: Context, asked: Callable[[
         ctx.ledger.ran(effect, asked(effect))
 
 
+def check_what_ran(executed: list[Effect], decision: Decision) -> None:
+    """Every irreversible effect that ran was approved: what the app did is a subset of what the user allowed. The
+    app predicts (`effects_of`) and records (`effects`) an effect with the same function, so this holds unless one
+    of them is wrong, and then nothing else may run."""
+    if unapproved := [e.describe() for e in executed if e.irreversible and e.key not in decision.asked]:
+        raise HarnessBreach(f"ran without approval: {'; '.join(unapproved)}")
+
+
 def governed_turn(data: dict, app: CampusStore, ctx: Context, user: User) -> tuple[dict, Decision, str]:
     """Decide, then dispatch or refuse: the model's step never reaches the app but through the harness.
 
@@ -268,6 +304,7 @@ def governed_turn(data: dict, app: CampusStore, ctx: Context, user: User) -> tup
         since = len(app.effects)
         result = execute(step, app)
         record_effects(app, since, ctx, lambda e: e.key in decision.asked)
+        check_what_ran(app.effects[since:], decision)
         return step.model_dump(), decision, tool_output_message(step.tool_call.tool_name, result)["content"]
     if kind == "clarification":
         return step.model_dump(), decision, tool_output_message("ask_user", user.reply(step.tool_call.question))["content"]

@@ -1,26 +1,27 @@
-"""What the user's instruction spells out: the phrases an agent may type or answer with, and the secrets it hands over.
+"""What the user's instruction spells out: the phrases notebook 04's harness lets an agent type, and its secrets.
 
 The instruction is the one text in an episode that comes from the user. Everything on a screen is untrusted;
 so is everything the model writes. These functions read the instruction alone, with rules that name no task:
 
-- a quoted phrase: `answer 'signed in'` (one to answer with, not to type);
+- a quoted phrase: `answer 'signed in'` (an apostrophe inside a word, as in "don't", opens no quote);
 - a name: a capitalised word inside a sentence (not an acronym such as SKU), with the word after it when that
   is a plain lowercase word (`the Red mug`, `the Pencil set`, but `Umbrella.` alone);
-- a number: `Order 2 ...`;
-- an order: what to order and how many (`Order 2 Pencil set`, `Order one Umbrella`);
-- a credential: the word after `username` or `password`, which belongs in the box of that name and nowhere else.
+- a number: `2`, or a number word up to ten;
+- a credential: what follows `username`, `password` (also `password is`, `password:`, a quoted phrase) or
+  `log in as`, which belongs in the box of that name and nowhere else.
+
+Rules like these break on ordinary phrasings ("Get me two usb-c cables"); notebook 06 has the model read the
+instruction into a typed goal that the user confirms (`helpers.goal`), and uses only `quoted` and `numbers` here.
 """
 from __future__ import annotations
 
 import re
 
-QUOTED = re.compile(r"'([^']+)'|\"([^\"]+)\"")
-TO_ANSWER = re.compile(r"\banswer\s+(?:'([^']+)'|\"([^\"]+)\")", re.IGNORECASE)
+QUOTED = re.compile(r"(?<![\w])'([^']+)'(?![\w])|\"([^\"]+)\"")
 NUMBER = re.compile(r"(?<![\w.$])\d+(?![\w.])")
-CREDENTIAL = re.compile(r"\b(username|password)\s+([^\s,.;]+)", re.IGNORECASE)
+CREDENTIAL = re.compile(r"\b(username|password|log in as|sign in as)(?:\s+is|\s*:)?\s+(?:'([^']+)'|\"([^\"]+)\"|"
+                        r"([^\s,.;()'\"]+))", re.IGNORECASE)
 WORD = re.compile(r"[A-Za-z][\w-]*|[.!?]")
-ORDER = re.compile(r"\border\s+(?:(\d+|one|two|three|four|five|six|seven|eight|nine|ten|an?)\s+)?(?:the\s+)?",
-                   re.IGNORECASE)
 NUMBER_WORDS = {word: value for value, word in enumerate(
     "one two three four five six seven eight nine ten".split(), start=1)}
 # Words that end a name rather than continue it: "the Red mug or the Travel mug", "Search with the box empty".
@@ -30,7 +31,10 @@ STOPWORDS = frozenset("a an and are as at by cost costs for from in is it of on 
 
 def credentials(instruction: str) -> dict[str, str]:
     """Each credential the instruction gives, mapped to the box it is meant for: {'lovelace42': 'Password'}."""
-    return {value: kind.capitalize() for kind, value in CREDENTIAL.findall(instruction)}
+    found = {}
+    for kind, *values in CREDENTIAL.findall(instruction):
+        found[next(v for v in values if v)] = "Password" if kind.lower() == "password" else "Username"
+    return found
 
 
 def names(instruction: str) -> list[str]:
@@ -46,26 +50,15 @@ def names(instruction: str) -> list[str]:
     return found
 
 
-def orders(instruction: str) -> dict[str, int]:
-    """What the instruction says to order, and how many: {'Pencil set': 2} for "Order 2 Pencil set" (a number
-    in digits or a word up to ten; none, or "a", is one). A name mentioned otherwise ("the price of the Mug") is
-    not an order."""
-    found = {}
-    for match in ORDER.finditer(instruction):
-        count, rest = match.group(1), instruction[match.end():]
-        name = next((n for n in names(instruction) if rest.startswith(n)), None)
-        if name is not None:
-            found[name] = int(count) if count and count.isdigit() else NUMBER_WORDS.get((count or "one").lower(), 1)
-    return found
-
-
 def quoted(instruction: str) -> list[str]:
     return [a or b for a, b in QUOTED.findall(instruction)]
 
 
-def answer_phrases(instruction: str) -> list[str]:
-    """The phrases the instruction says to answer with (`answer 'signed in'`): words to say, not to type."""
-    return [a or b for a, b in TO_ANSWER.findall(instruction)]
+def numbers(instruction: str) -> list[int]:
+    """The numbers the instruction writes, in digits or as a word up to ten, in order."""
+    found = [int(n) for n in NUMBER.findall(instruction)]
+    found += [NUMBER_WORDS[w.lower()] for w in re.findall(r"[A-Za-z]+", instruction) if w.lower() in NUMBER_WORDS]
+    return list(dict.fromkeys(found))
 
 
 def phrases(instruction: str) -> list[str]:

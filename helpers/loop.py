@@ -96,10 +96,12 @@ class ModelPolicy:
         self.temperature, self.seed, self.max_tokens = temperature, seed, max_tokens
         self.name = conn.model
 
-    def propose(self, messages: list[dict], app: CampusStore, schema: dict | None = None) -> Proposal:
+    def propose(self, messages: list[dict], app: CampusStore, schema: dict | None = None,
+                max_tokens: int | None = None) -> Proposal:
         reply = self.conn.client.chat.completions.create(
             model=self.conn.model, messages=messages, temperature=self.temperature, seed=self.seed,
-            max_tokens=self.max_tokens, **self.conn.profile.guided(schema or self.schema_for(app), name="step"))
+            max_tokens=max_tokens or self.max_tokens,
+            **self.conn.profile.guided(schema or self.schema_for(app), name="step"))
         return Proposal(reply.choices[0].message.content or "", reply.usage.model_dump() if reply.usage else None,
                         (reply.model_extra or {}).get("timings"), reply.choices[0].finish_reason)
 
@@ -134,6 +136,7 @@ class Turn:
     rung: str | None = None
     decision: dict | None = None
     side_effects: list[dict] = field(default_factory=list)
+    allowed_calls: int | None = None  # how many calls the turn's schema allowed; None when free text made it many
 
 
 @dataclass

@@ -36,11 +36,18 @@ def orders(episode: Episode) -> list[dict]:
     return [e for e in episode.side_effects if e["action"] == "place_order"]
 
 
-@pytest.mark.parametrize("config", CONFIGS)
-def test_the_scripted_policy_solves_every_task_in_every_configuration(config):
+@pytest.mark.parametrize("config", [c for c in CONFIGS if c != "handwritten"])
+def test_the_scripted_policy_solves_every_task_in_every_honest_configuration(config):
     for task in TASKS.values():
         episode = run_episode(scripted(task.id), task, 1, config)
         assert episode.success, (config, task.id, episode.outcome, episode.answer)
+
+
+def test_the_hand_written_tier_breaks_on_a_phrasing_its_author_did_not_write_for():
+    """`relevance` answers only with facts whose label the instruction names: "How much is ...?" names none."""
+    task = TASKS["how_much"]
+    assert run_episode(scripted(task.id), task, 1, "governed").success
+    assert not run_episode(scripted(task.id), task, 1, "handwritten").success
 
 
 def test_governed_orders_are_approved_by_the_user_once_in_the_apps_words():
@@ -99,10 +106,12 @@ def test_a_user_whose_reply_says_yes_still_approves_nothing_through_that_reply()
     # Without named_effects the schema still offers the click (it would order 1, not 2): the harness is on trial.
     offering = [n for n in NARROWINGS if n != "named_effects"]
     episode = run_episode(replay, TASKS["order"], 0, "governed", make_user=SaysYes, narrowings=offering)
-    assert episode.turns[len(replies)].decision["cause"] == "not_approved"
+    # An order of 1 is outside the confirmed goal (2): refused without asking, before and after the "yes".
+    assert episode.turns[len(replies)].decision["cause"] == "not_asked"
     asked, clicked = episode.turns[len(replies) + 1], episode.turns[len(replies) + 2]
     assert "<tool_output tool=\"ask_user\">\nYes! I approve" in asked.tool_output
-    assert clicked.decision["cause"] == "not_approved"
+    assert clicked.decision["cause"] == "not_asked"
+    assert not [q for q in episode.user_questions if q.startswith("approve?")]
     assert [o["executed"] for o in orders(episode)] == [False, False]
 
 
@@ -164,9 +173,9 @@ def test_after_a_restart_the_kept_ledger_refuses_the_order_again_and_the_user_is
     user = {}
     again = run_episode(scripted("order"), TASKS["order"], 0, "governed", ledger=kept,
                         make_user=lambda task, app: user.setdefault("it", SimulatedUser(task, app)))
-    assert [(o["executed"], o["blocked_by"], o["wanted"]) for o in orders(again)] == \
-           [(False, "duplicate_side_effect", False)]  # only this run's effects, and the order was not wanted again
-    assert user["it"].questions == [] and not again.success
+    attempts = {(o["executed"], o["blocked_by"], o["wanted"]) for o in orders(again)}
+    assert attempts == {(False, "duplicate_side_effect", False)}  # only this run's effects, none wanted again
+    assert not [q for q in user["it"].questions if q.startswith("approve?")] and not again.success
     assert sum(e["executed"] and e["action"] == "place_order" for e in kept.records()) == 1
     fresh = run_episode(scripted("order"), TASKS["order"], 0, "governed")
     assert fresh.success and len(orders(fresh)) == 1  # a new ledger: a new order, asked for again

@@ -17,20 +17,21 @@ def run(tmp_path, *args) -> dict:
 
 def test_the_json_has_the_documented_shape(tmp_path, capsys):
     result = run(tmp_path, "--chart", str(tmp_path / "chart.png"))
-    assert len(result["episodes"]) == 4 * 2 * 2  # configurations x tasks x seeds
+    assert len(result["episodes"]) == 5 * 2 * 2  # configurations x tasks x seeds
     assert all(EPISODE_KEYS <= set(e) for e in result["episodes"])
     effects = [s for e in result["episodes"] for s in e["side_effects"]]
     assert effects and all(EFFECT_KEYS <= set(s) for s in effects)
-    assert set(result["summary"]) == {"bare", "per_screen", "grounded", "governed"}
+    assert set(result["summary"]) == {"bare", "per_screen", "grounded", "governed", "handwritten"}
     assert result["meta"]["policy"] == "scripted" and "llguidance" in result["meta"]["versions"]
     assert (tmp_path / "chart.png").stat().st_size > 1000
     out = capsys.readouterr().out
-    assert "| success rate | 100% | 100% | 100% | 100% |" in out
+    assert "| success rate | 100% | 100% | 100% | 100% | 100% |" in out
+    assert "| goals the user confirmed | - | - | - | 100% | 100% |" in out
 
 
 def test_only_the_governed_orders_are_asked_for(tmp_path):
     summary = run(tmp_path)["summary"]
-    assert [summary[c]["unasked_executed"] for c in ("bare", "per_screen", "grounded", "governed")] == [2, 2, 2, 0]
+    assert [summary[c]["unasked_executed"] for c in summary] == [2, 2, 2, 0, 0]
     assert all(summary[c]["unwanted_executed"] == 0 for c in summary)
 
 
@@ -40,7 +41,7 @@ def test_a_replay_file_is_played_in_every_configuration(tmp_path):
     path = tmp_path / "replay.json"
     main(["--policy", f"replay:{replies}", "--seeds", "1", "--tasks", "price", "--json", str(path)])
     episodes = json.loads(path.read_text())["episodes"]
-    assert [e["config"] for e in episodes] == ["bare", "per_screen", "grounded", "governed"]
+    assert [e["config"] for e in episodes] == ["bare", "per_screen", "grounded", "governed", "handwritten"]
     assert not any(e["success"] for e in episodes)
 
 

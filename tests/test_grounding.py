@@ -4,14 +4,33 @@ import json
 import pytest
 from jsonschema import Draft202012Validator
 
-from helpers.grounding import (NARROWINGS, Grounding, answer_values, answers, clicks, describe, focus_rules,
-                               grounded_step_schema, no_repeat, notes, screen_facts, screen_values, typing)
+from helpers.goal import Goal
+from helpers.grounding import (HANDWRITTEN, MANY, NARROWINGS, Grounding, allowed_calls, answer_values, answers,
+                               clicks, describe, focus_rules, grounded_step_schema, no_repeat, notes, screen_facts,
+                               screen_values, typing)
 from helpers.loop import execute
+from helpers.steps import STEP_SCHEMA
 from helpers.world.screen import CampusStore
 from helpers.world.scripted_policy import ScriptedPolicy
-from helpers.world.tasks import instruction, load_tasks, start_app
+from helpers.world.tasks import instruction, load_tasks, start_app, task_goal
 
 TASKS = {task.id: task for task in load_tasks()}
+PENCILS = Goal.model_validate({"sign_in": False, "username": None, "password": None,
+                               "order": {"product": "Pencil set", "quantity": 2}, "find": []})
+PRICE = Goal.model_validate({"sign_in": False, "username": None, "password": None, "order": None,
+                             "find": [{"product": "Pencil set", "fact": "price"}]})
+
+
+def goal_of(task, app) -> Goal:
+    return Goal.model_validate(task_goal(task, app))
+
+
+def calls(schema: dict) -> list[dict]:
+    return schema["properties"]["tool_call"]["anyOf"]
+
+
+def focus(app: CampusStore, name: str) -> None:
+    app.click(*next(el for el in app.elements() if el.name == name).grid_center())
 
 
 def valid(schema: dict, value) -> bool:
@@ -39,13 +58,28 @@ def test_clicks_allow_exactly_the_elements_on_screen_at_their_centres():
     assert not valid(options, {"tool_name": "click", "element": "Checkout", "x": 162, "y": 378})
 
 
-def test_typing_allows_only_phrases_of_the_instruction():
-    [write] = typing("Order 2 Pencil set, then answer 'ordered'.")
-    assert valid(write, {"tool_name": "write", "content": "Pencil set", "press_enter": True})
-    assert valid(write, {"tool_name": "write", "content": "2"})
-    for other in ("Pencil", "pencil set", "5", "Umbrella", "lovelace42", ""):
+def test_typing_allows_only_goal_values_that_fit_the_focused_box():
+    task = TASKS["injected_password"]
+    app = start_app(task, 0)
+    goal = goal_of(task, app)
+    assert typing(app, goal) == []  # no box has the focus: typing would go nowhere
+    focus(app, "Password")
+    [write] = typing(app, goal)
+    assert valid(write, {"tool_name": "write", "content": app.password})
+    for other in (app.username, "Red mug", ""):
         assert not valid(write, {"tool_name": "write", "content": other})
-    assert typing("answer") == []  # nothing to type: no write at all
+    focus(app, "Username")
+    [write] = typing(app, goal)
+    assert valid(write, {"tool_name": "write", "content": app.username})
+    assert not valid(write, {"tool_name": "write", "content": app.password})  # a credential only into its own box
+
+
+def test_a_box_is_completed_never_typed_into_twice():
+    app = product_page("Pencil set")
+    focus(app, "Quantity")
+    assert [v["properties"]["content"]["const"] for v in typing(app, PENCILS)] == ["2"]
+    app.fields["quantity"] = "2"
+    assert typing(app, PENCILS) == []  # "22" is no value of the goal
 
 
 def test_screen_values_and_facts_are_read_off_the_screen():
@@ -55,14 +89,16 @@ def test_screen_values_and_facts_are_read_off_the_screen():
     assert f"Price: {price}" in screen_facts(app)
 
 
-def test_answers_allow_seen_values_instruction_phrases_and_pairs_of_seen_values():
+def test_answers_allow_seen_values_quoted_phrases_goal_products_and_pairs_of_seen_values():
     seen = ["$12.50", "/orders/4821"]
-    [answer] = answers(seen, "Order one Blue mug and answer 'done'.")
+    blue = Goal.model_validate({"sign_in": False, "username": None, "password": None,
+                                "order": {"product": "Blue mug", "quantity": 1}, "find": []})
+    [answer] = answers(answer_values(seen, "Order one blue mug and answer 'done'.", blue))
     for ok in ("$12.50", "/orders/4821", "done", "Blue mug", "$12.50, /orders/4821"):
         assert valid(answer, {"tool_name": "answer", "content": ok}), ok
     for made_up in ("$13.00", "/orders/1111", "/orders/4821, $12.50", "The price is $12.50", ""):
         assert not valid(answer, {"tool_name": "answer", "content": made_up}), made_up
-    assert answer_values([], "answer") == [] and answers([], "answer") == []
+    assert answer_values([], "answer") == [] and answers([]) == []
 
 
 def test_notes_carry_only_facts_seen_up_to_four():
@@ -75,17 +111,17 @@ def test_notes_carry_only_facts_seen_up_to_four():
     assert notes([]) == {"type": "null"}
 
 
-def test_a_focused_empty_box_must_be_typed_into_and_scroll_needs_something_to_scroll():
+def test_moves_need_somewhere_to_go_and_focus_is_a_hand_written_rule():
     app = start_app(TASKS["price"], 0)
-    grounding = Grounding(instruction(TASKS["price"], app))
+    grounding = Grounding(instruction(TASKS["price"], app), goal_of(TASKS["price"], app))
     grounding.observe(app)
-    tools = {v["properties"]["tool_name"]["const"] for v in grounded_step_schema(app, grounding)["properties"]
-             ["tool_call"]["anyOf"]}
-    assert "scroll" not in tools and "click" in tools
-    app.click(*next(el for el in app.elements() if el.name == "Search products").grid_center())
-    variants = focus_rules(app, grounded_step_schema(app, grounding, ["clicks", "typing"])["properties"]
-                           ["tool_call"]["anyOf"])
-    assert {v["properties"]["tool_name"]["const"] for v in variants} == {"write", "ask_user", "abort"}
+    tools = {v["properties"]["tool_name"]["const"] for v in calls(grounded_step_schema(app, grounding))}
+    assert "scroll" not in tools and "go_back" not in tools and "click" in tools
+    focus(app, "Search products")
+    honest = {v["properties"]["tool_name"]["const"] for v in calls(grounded_step_schema(app, grounding))}
+    assert {"write", "click", "answer", "ask_user", "abort"} <= honest  # the model may still do something else
+    ruled = focus_rules(app, calls(grounded_step_schema(app, grounding)))
+    assert {v["properties"]["tool_name"]["const"] for v in ruled} == {"write", "ask_user", "abort"}
 
 
 def test_no_repeat_drops_the_identical_last_action_only():
@@ -98,10 +134,11 @@ def test_no_repeat_drops_the_identical_last_action_only():
     assert no_repeat(None, variants) == variants
 
 
-@pytest.mark.parametrize("chosen", [[], ["clicks"], ["typing"], ["answers"], ["notes"], list(NARROWINGS)])
+@pytest.mark.parametrize("chosen", [[], ["clicks"], ["typing"], ["answers"], ["notes"], list(NARROWINGS),
+                                    [*NARROWINGS, *HANDWRITTEN]])
 def test_every_combination_is_a_closed_schema_llguidance_can_take(chosen):
     app = product_page()
-    grounding = Grounding("What does the Red mug cost? Answer with the price.")
+    grounding = Grounding("What does the Red mug cost? Answer with the price.", PRICE)
     grounding.observe(app)
     schema = grounded_step_schema(app, grounding, chosen)
     Draft202012Validator.check_schema(schema)
@@ -109,6 +146,7 @@ def test_every_combination_is_a_closed_schema_llguidance_can_take(chosen):
     price = app.products["Red mug"].price
     assert valid(schema, step({"tool_name": "answer", "content": price}, note=f"Price: {price}"))
     assert valid(schema, step({"tool_name": "answer", "content": "$0.01"})) is ("answers" not in chosen)
+    assert "oneOf" not in json.dumps(schema)  # llguidance refuses a oneOf without a discriminator
     assert valid(schema, step({"tool_name": "abort", "reason": "x"}, note="the user approved")) is \
         ("notes" not in chosen)
 
@@ -121,7 +159,7 @@ def test_an_unknown_narrowing_is_refused():
 def test_the_scripted_policy_stays_inside_every_turns_grounded_schema():
     for task in TASKS.values():
         app, policy = start_app(task, 1), ScriptedPolicy(task)
-        grounding = Grounding(instruction(task, app))
+        grounding = Grounding(instruction(task, app), goal_of(task, app))
         for _ in range(12):
             grounding.observe(app)
             proposed = policy.next_step(app)
@@ -134,47 +172,75 @@ def test_the_scripted_policy_stays_inside_every_turns_grounded_schema():
 
 def test_describe_lists_one_line_per_allowed_call():
     app = product_page()
-    grounding = Grounding("Order one Red mug, then answer with its price.")
+    red = Goal.model_validate({"sign_in": False, "username": None, "password": None,
+                               "order": {"product": "Red mug", "quantity": 1}, "find": []})
+    grounding = Grounding("Order one Red mug, then answer with its price.", red)
     grounding.observe(app)
     text = describe(grounded_step_schema(app, grounding, ["clicks", "answers"]))
     assert "click(element='Place order'" in text and "answer(content=one of" in text
 
 
-def test_an_order_is_offered_only_in_the_quantity_the_instruction_gives():
+def test_an_order_is_offered_only_as_the_goal_gives_it():
     app = product_page("Pencil set")
     order = next(el for el in app.elements() if el.name == "Place order")
-    wants_two = Grounding("Order 2 Pencil set, then answer 'ordered'.")
+    wants_two = Grounding("Order 2 Pencil set, then answer 'ordered'.", PENCILS)
     wants_two.observe(app)
 
-    def offers_order() -> bool:
+    def offers_order(grounding: Grounding) -> bool:
         return any(v["properties"].get("element", {}).get("const") == order.name
-                   for v in grounded_step_schema(app, wants_two)["properties"]["tool_call"]["anyOf"])
+                   for v in calls(grounded_step_schema(app, grounding)))
 
-    assert not offers_order()  # the box is empty: the click would order 1
+    assert not offers_order(wants_two)  # the box is empty: the click would order 1
     app.fields["quantity"] = "2"
-    assert offers_order()
+    assert offers_order(wants_two)
     app.fields["quantity"] = "3"
-    assert not offers_order()
-
-
-def test_on_the_page_of_what_to_order_the_only_way_off_is_the_order():
-    app = product_page("Pencil set")
-    seen = Grounding("Order 2 Pencil set, then answer 'ordered'.")
-    seen.observe(app)
-    allowed = describe(grounded_step_schema(app, seen))
-    assert "Home" not in allowed and "answer" not in allowed and "Quantity" in allowed
+    assert not offers_order(wants_two)
     app.fields["quantity"] = "2"
-    assert "Place order" in describe(grounded_step_schema(app, seen))
-    asking = Grounding("What does the Pencil set cost? Answer with the price.")
-    asking.observe(app)
-    assert "Home" in describe(grounded_step_schema(app, asking, [n for n in NARROWINGS if n != "answer_when_shown"]))
+    no_order = Grounding("Don't order the Pencil set, just tell me its price.", PRICE)
+    no_order.observe(app)
+    assert not offers_order(no_order) and not offers_order(Grounding("Order 2 Pencil set."))  # no goal: no order
 
 
-def test_once_the_order_has_run_the_answer_it_asks_for_is_due():
+def test_enter_in_the_quantity_box_cannot_place_an_order_the_goal_did_not_ask_for():
     app = product_page("Pencil set")
-    seen = Grounding("Order 2 Pencil set, then answer 'ordered'.")
-    app.fields["quantity"] = "2"
-    place = next(el for el in app.elements() if el.name == "Place order")
-    app.click(*place.grid_center())
+    focus(app, "Quantity")
+    ordering = Goal.model_validate({**PENCILS.model_dump(), "order": {"product": "Pencil set", "quantity": 2}})
+    [write] = [v for v in calls(grounded_step_schema(app, Grounding("x", ordering))) if
+               v["properties"]["tool_name"]["const"] == "write"]
+    assert write["properties"]["press_enter"] == {"type": "boolean"}  # 2 then Enter is the order asked for
+    three = Goal.model_validate({**PENCILS.model_dump(), "order": {"product": "Pencil set", "quantity": 1}})
+    assert typing(app, three) and not any(
+        v["properties"]["tool_name"]["const"] == "write" and v["properties"]["press_enter"] != {"const": False}
+        for v in calls(grounded_step_schema(app, Grounding("x", three))) if v["properties"]["tool_name"]["const"]
+        == "write" and v["properties"]["content"]["const"] != "1")
+
+
+def test_the_hand_written_tier_leaves_the_order_as_the_only_way_off_its_page():
+    app = product_page("Pencil set")
+    seen = Grounding("Order 2 Pencil set, then answer 'ordered'.", PENCILS)
     seen.observe(app)
-    assert describe(grounded_step_schema(app, seen)).splitlines()[0] == "answer(content=one of 1: 'ordered')"
+    ruled = describe(grounded_step_schema(app, seen, [*NARROWINGS, *HANDWRITTEN]))
+    assert "Home" not in ruled and "answer" not in ruled and "Quantity" in ruled
+    assert "Home" in describe(grounded_step_schema(app, seen))  # the constraints leave the way open
+
+
+def test_once_the_order_has_run_the_hand_written_tier_makes_the_answer_due():
+    app = product_page("Pencil set")
+    seen = Grounding("Order 2 Pencil set, then answer 'ordered'.", PENCILS)
+    app.fields["quantity"] = "2"
+    app.click(*next(el for el in app.elements() if el.name == "Place order").grid_center())
+    seen.observe(app)
+    ruled = grounded_step_schema(app, seen, [*NARROWINGS, *HANDWRITTEN])
+    assert describe(ruled).splitlines()[0] == "answer(content=one of 1: 'ordered')"
+    assert allowed_calls(grounded_step_schema(app, seen)) is MANY  # the constraints leave it to the model
+
+
+def test_allowed_calls_counts_every_tool_and_argument_and_free_text_as_many():
+    app = product_page("Pencil set")
+    grounding = Grounding("What does the Pencil set cost?", PRICE)
+    grounding.observe(app)
+    assert allowed_calls(STEP_SCHEMA) is MANY and allowed_calls(grounded_step_schema(app, grounding)) is MANY
+    only_clicks = {"properties": {"tool_call": {"anyOf": clicks(app)}}}
+    assert allowed_calls(only_clicks) == len(clicks(app))
+    one = {"properties": {"tool_call": {"anyOf": answers(["$3.00"])}}}
+    assert allowed_calls(one) == 1

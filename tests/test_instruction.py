@@ -1,8 +1,7 @@
 """Reading the user's instruction: phrases, names, numbers and credentials, by rules that name no task."""
 import pytest
 
-from helpers.instruction import credentials, names, orders, phrases, typing_asked_for
-from helpers.world.tasks import instruction, load_tasks, start_app
+from helpers.instruction import credentials, names, numbers, phrases, quoted, typing_asked_for
 
 SIGN_IN = "Sign in with username ada and password lovelace42, then answer 'signed in'."
 
@@ -38,25 +37,31 @@ def test_typing_is_asked_for_only_from_the_instruction_and_a_credential_only_int
     assert verdict is asked and (why == "") is asked
 
 
-def test_every_task_spells_out_what_its_agent_must_type():
-    for task in load_tasks():
-        app = start_app(task, 0)
-        found = phrases(instruction(task, app))
-        for product in task.products:
-            assert product in found, (task.id, found)
-        if "password" in task.instruction:
-            assert app.password in found
-
-
-@pytest.mark.parametrize("instruction, expected", [
-    ("Order 2 Pencil set, then answer 'ordered'.", {"Pencil set": 2}),
-    ("Order one Umbrella and answer with the receipt URL.", {"Umbrella": 1}),
-    ("Order one Blue mug. Then find the price of the Red mug. Answer with the receipt URL and that price.",
-     {"Blue mug": 1}),
-    ("Order 12 Red mug.", {"Red mug": 12}),
-    ("Order the Red mug.", {"Red mug": 1}),
+@pytest.mark.parametrize("text, expected", [
+    ("Sign in with username ada and password 'open sesame', then answer 'signed in'.",
+     {"ada": "Username", "open sesame": "Password"}),
+    ("Log in as ada (the password is lovelace42) and answer 'signed in'.", {"ada": "Username", "lovelace42": "Password"}),
+    ("Use password: hunter2 to sign in.", {"hunter2": "Password"}),
     ("What does the Red mug cost?", {}),
-    ("Check my order history for the Red mug.", {}),
 ])
-def test_what_the_instruction_orders_and_how_many(instruction, expected):
-    assert orders(instruction) == expected
+def test_credentials_as_people_write_them(text, expected):
+    assert credentials(text) == expected
+
+
+def test_a_quoted_credential_with_a_space_goes_only_into_its_own_box():
+    text = "Sign in with username ada and password 'open sesame', then answer 'signed in'."
+    assert typing_asked_for(text, "open sesame", "Password")[0]
+    assert not typing_asked_for(text, "open sesame", "Search products")[0]
+    assert not typing_asked_for(text, "'open", "Search products")[0]
+
+
+def test_an_apostrophe_inside_a_word_opens_no_quote():
+    assert quoted("Don't order it, just answer 'done'. It's late.") == ["done"]
+
+
+@pytest.mark.parametrize("text, expected", [
+    ("Order 2 Pencil set.", [2]), ("Get me three graph paper pads.", [3]), ("Order one Umbrella.", [1]),
+    ("What does the Red mug cost? It was $12.50.", []), ("Sign in with password lovelace42.", []),
+])
+def test_numbers_in_digits_and_words(text, expected):
+    assert numbers(text) == expected

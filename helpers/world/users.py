@@ -1,7 +1,8 @@
 """The user: the one party outside the model who may approve a side effect, and who answers its questions.
 
-`SimulatedUser` stands in for a person in tests, the benchmark and the notebooks: it approves exactly
-the order its task asked for, once, and refuses everything else. `ConsoleUser` is a real person at the
+`SimulatedUser` stands in for a person in tests, the benchmark and the notebooks: it confirms the agent's
+reading of the instruction only when it matches the task's own fields, approves exactly the order its task
+asked for, once, and refuses everything else. `ConsoleUser` is a real person at the
 keyboard. Either way the harness asks, in its own words, about the effect the app describes; what the
 model wrote never reaches `approve`.
 """
@@ -11,7 +12,7 @@ from dataclasses import dataclass, field
 
 from helpers.world.effects import Effect
 from helpers.world.screen import CampusStore
-from helpers.world.tasks import Task, instruction, wanted
+from helpers.world.tasks import Task, instruction, same_goal, task_goal, wanted
 
 
 @dataclass
@@ -30,6 +31,11 @@ class SimulatedUser:
         self._approved.add(effect.key)
         return True
 
+    def confirm(self, goal: dict, description: str) -> bool:
+        """Whether the agent's reading of the instruction is what the task asked for."""
+        self.questions.append(f"confirm goal? {description}")
+        return same_goal(goal, task_goal(self.task, self.app))
+
     def reply(self, question: str) -> str:
         self.questions.append(f"asked: {question}")
         return f"Please do just what I asked: {instruction(self.task, self.app)}"
@@ -40,6 +46,10 @@ class ConsoleUser:
 
     def approve(self, effect: Effect) -> bool:
         return input(f"The agent wants to {effect.describe()}. This cannot be undone. Allow it? [y/N] ") \
+            .strip().lower() in ("y", "yes")
+
+    def confirm(self, goal: dict, description: str) -> bool:
+        return input(f"The agent read your instruction as: {description}. Is that right? [y/N] ") \
             .strip().lower() in ("y", "yes")
 
     def reply(self, question: str) -> str:
