@@ -1,16 +1,17 @@
 """The harness: the model proposes, the harness disposes.
 
-A parsed reply becomes one typed intent (final answer, tool request, clarification, plan update,
-abort); seed 002 calls turning raw output into such typed intents its Layer 2, structured output, and
-the harness is what decides above it. A tool request runs only after every check passes, in this
-order: the tool is declared, required arguments are present, types and values are valid, policy
-allows it, the caller's role may use it, and the budgets hold. Then its side effects, as the app
-itself describes them, are weighed: one that cannot be undone runs only once, and only if the user,
-asked by the harness, approves it. Every rejection is a typed `Decision` whose text goes back to the
-model as a `<tool_output>`.
+A parsed reply becomes one typed intent (final answer, tool request, clarification, plan update, abort);
+turning raw output into such typed intents is Layer 2, structured output, and the harness is what
+decides above it. A reply that expresses more than one intent, or a step with keys beside note, thought
+and tool_call, is refused: the harness never guesses. A tool request runs only after every check passes,
+in this order: the tool is declared, required arguments are present, types and values are valid, policy
+allows it, the caller's role may use it, and the budgets hold. Then its side effects, as the app itself
+describes them, are weighed: one that cannot be undone runs only once, and only if the user, asked by
+the harness, approves it. Every rejection is a typed `Decision` whose text goes back to the model as a
+`<tool_output>`.
 
-Permission comes from the user and nowhere else: no text the model writes (a plan, a note, a thought,
-an answer) and no text on a screen can grant it, because the harness never reads them for that.
+Permission comes from the user and nowhere else: no text the model writes (a plan, a note, a thought, an
+answer) and no text on a screen can grant it, because the harness never reads them for that.
 """
 from __future__ import annotations
 
@@ -28,9 +29,8 @@ from helpers.steps import TOOL_MODELS, IntentKind, Step, model_errors
 from helpers.world.effects import Effect, Ledger
 from helpers.world.screen import CampusStore
 
-# When one reply holds several intents, the first kind in this list wins. A side effect never rides along
-# with another intent: a tool request only runs when it is the reply's one and only intent.
-PRIORITY: list[IntentKind] = ["abort", "clarification", "final_answer", "plan_update", "tool_request"]
+# The keys of a step; the answer contract (which has a `status`) has its keys checked by the ladder.
+STEP_KEYS: tuple[str, ...] = tuple(Step.model_fields)
 INTENTS: dict[str, IntentKind] = {name: model.intent for name, model in TOOL_MODELS.items()}
 ACTIONS: tuple[str, ...] = tuple(name for name, kind in INTENTS.items() if kind == "tool_request")
 SPECIAL_TOOLS: tuple[str, ...] = tuple(name for name, kind in INTENTS.items() if kind != "tool_request")
@@ -81,7 +81,6 @@ class Decision:
     cause: str | None
     message: str
     intent: Intent | None = None
-    dropped: list[str] = field(default_factory=list)
     effects: list[Effect] = field(default_factory=list)
     asked: set[tuple] = field(default_factory=set)  # keys of the effects the user asked for
 
@@ -132,12 +131,9 @@ def read_intents(data: Any) -> list[Intent]:
     return intents
 
 
-def choose(intents: list[Intent]) -> tuple[Intent | None, list[str]]:
-    """The one intent to act on by PRIORITY, and a description of each one dropped."""
-    if not intents:
-        return None, []
-    chosen = min(intents, key=lambda i: PRIORITY.index(i.kind))
-    return chosen, [f"{i.kind}({i.tool})" for i in intents if i is not chosen]
+def unexpected_keys(data: dict) -> list[str]:
+    """The top-level keys a step may not have (a step holds note, thought and tool_call, nothing else)."""
+    return [] if "status" in data else [key for key in data if key not in STEP_KEYS]
 
 
 def decide(data: Any, ctx: Context) -> Decision:
@@ -146,26 +142,33 @@ def decide(data: Any, ctx: Context) -> Decision:
     A side effect that cannot be undone is put to `ctx.user`, described by the app (`ctx.effects_of`), not
     by the model. Nothing else in the reply is read for permission.
     """
-    intent, dropped = choose(read_intents(data))
-    if intent is None:
+    intents = read_intents(data)
+    if not intents:
         return Decision(False, "malformed_structure", "no intent found: send one object with a tool_call")
+    if len(intents) > 1:  # never guess which one was meant, and never let a side effect ride along
+        named = ", ".join(f"{i.kind}({i.tool})" for i in intents)
+        return Decision(False, "ambiguous_intent", f"one reply, {len(intents)} intents: {named}; send one "
+                        "tool_call and nothing beside it")
+    intent = intents[0]
+    if extra := unexpected_keys(data):
+        return Decision(False, "malformed_structure", f"unexpected key: {', '.join(extra)}; a step holds "
+                        f"{', '.join(STEP_KEYS)} and nothing else", intent)
     if _silent_refusal(intent, data):
         return Decision(False, "silent_refusal", "an empty or refusing answer is not a result: call abort(reason) "
-                        "to stop, or ask_user(question) if something is unclear", intent, dropped)
+                        "to stop, or ask_user(question) if something is unclear", intent)
     if intent.tool == "fallback":
-        return Decision(True, None, f"fallback delivered: {intent.args['cause']}", intent, dropped)
+        return Decision(True, None, f"fallback delivered: {intent.args['cause']}", intent)
     if intent.kind != "tool_request":
-        note = f"; ambiguous reply, also dropped {', '.join(dropped)}" if dropped else ""
         granted = "; it grants no permission" if intent.kind == "plan_update" else ""
-        return Decision(True, None, f"{intent.kind} accepted{granted}{note}", intent, dropped)
+        return Decision(True, None, f"{intent.kind} accepted{granted}", intent)
     effects = ctx.effects_of(intent.tool, intent.args) if ctx.effects_of and _declared_and_valid(intent) else []
     problem = check_tool_request(intent, ctx, effects) or weigh_side_effects(effects, ctx)
     if problem:
         for effect in effects:
             ctx.ledger.blocked(effect, problem[0])
-        return Decision(False, problem[0], problem[1], intent, dropped, effects)
+        return Decision(False, problem[0], problem[1], intent, effects)
     asked = {e.key for e in effects if e.irreversible or ctx.instruction is not None or ctx.goal is not None}
-    return Decision(True, None, f"{intent.tool} may run", intent, dropped, effects, asked)
+    return Decision(True, None, f"{intent.tool} may run", intent, effects, asked)
 
 
 def _declared_and_valid(intent: Intent) -> bool:

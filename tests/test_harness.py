@@ -4,9 +4,12 @@ import pytest
 
 from helpers.harness import ACTIONS, INTENTS, SPECIAL_TOOLS, Context, Tracer, decide, read_intents, summarize_trace
 from helpers.ladder import ANSWER_CONTRACT, climb
-from helpers.steps import TOOL_MODELS
+from helpers.steps import TOOL_MODELS, load_example_steps
 from helpers.world.effects import Ledger
 from helpers.world.screen import CampusStore
+
+
+TOP_LEVEL_MISTAKES = ("extra_top_level_key", "tool_call_list")  # notebook 02's invalid steps, wrong outside the call
 
 
 def step(tool_call, **extra):
@@ -147,12 +150,25 @@ def test_typing_must_come_from_the_instruction_and_a_password_stays_in_its_box(t
     assert decision.cause == cause
 
 
-def test_ambiguous_reply_takes_the_answer_and_never_the_side_effect():
+def test_a_reply_with_two_intents_is_refused_and_nothing_runs():
     data = click() | {"answer": "The mug costs $4."}
     assert len(read_intents(data)) == 2
     decision = decide(data, Context())
-    assert decision.allowed and decision.intent.kind == "final_answer"
-    assert decision.dropped == ["tool_request(click)"] and "ambiguous" in decision.message
+    assert (decision.allowed, decision.cause) == (False, "ambiguous_intent") and not decision.effects
+    assert "final_answer(answer)" in decision.message and "tool_request(click)" in decision.message
+
+
+@pytest.mark.parametrize("example", [e for e in load_example_steps() if e["id"] in TOP_LEVEL_MISTAKES],
+                         ids=lambda e: e["id"])
+def test_a_step_notebook_02_calls_invalid_at_its_top_level_is_refused(example):
+    decision = decide(example["step"], Context())
+    assert (decision.allowed, decision.cause) == (False, "malformed_structure")
+
+
+def test_the_answer_contract_is_read_by_its_status_not_by_the_step_keys():
+    answer = {"status": "answered", "answer": "Opens at 10:00.", "category": "campus_hours", "items": [],
+              "missing": [], "sources": ["hours-library"]}
+    assert decide(answer, Context()).allowed
 
 
 def test_abort_and_clarification_are_accepted_intents():
