@@ -190,6 +190,7 @@ class Episode:
     goal_source: str | None = None
     goal_confirmed: bool | None = None
     goal_reads: int = 0
+    goal_tokens: int | None = 0  # what reading the goal cost, counted in `tokens` too
     single_option_steps: int = 0  # steps whose schema allowed exactly one call: the schema chose, not the model
     success: bool = False
     outcome: str = ""
@@ -259,6 +260,7 @@ def run_episode(policy: Policy, task: Task, seed: int = 0, config: str = "govern
         episode.goal = reading.goal.model_dump() if reading.goal else None
         episode.goal_source, episode.goal_confirmed, episode.goal_reads = \
             reading.source, reading.confirmed, len(reading.replies)
+        episode.goal_tokens = _tokens(reading.usages)
     ctx = Context(effects_of=app.effects_of, user=user, instruction=text, max_steps=max_steps,
                   max_tokens=TOKEN_BUDGET, max_cost_usd=COST_BUDGET_USD,
                   goal=reading.goal if governed and reading.confirmed else None,
@@ -266,11 +268,11 @@ def run_episode(policy: Policy, task: Task, seed: int = 0, config: str = "govern
     earlier = len(ctx.ledger.entries)
     grounding = Grounding(text, reading.goal if reading is not None else None)
     messages: list[dict] = [{"role": "system", "content": system_prompt()}, {"role": "user", "content": f"Task: {text}"}]
-    if governed and not reading.confirmed:
+    confirmed = not governed or reading.confirmed
+    if not confirmed:
         user.reply("I could not read your instruction into a goal you confirmed. What exactly should I do?")
         episode.outcome = "goal not confirmed: asked the user"
-        max_steps = 0
-    for number in range(max_steps):
+    for number in range(max_steps if confirmed else 0):
         screenshot, screen = base64.b64encode(app.png()).decode(), app.accessibility_tree()
         messages = evict_screen_text(trim_to_last_n_images([*messages, observation_message(app)], keep_images))
         grounding.observe(app)
