@@ -39,6 +39,10 @@ from helpers.runtime.publish import notebooks
 VERSIONS = Path(__file__).with_name("colab_versions.txt")
 COLAB_PYTHON = re.search(r"^# Python (\d+\.\d+)\b", VERSIONS.read_text(), re.MULTILINE)[1]
 NOTEBOOKS = [path.name for path in notebooks(ROOT)]
+# How llama-cpp-python's release workflow builds the Linux wheels its CPU index serves: a portable x86-64 baseline.
+# A native build of this machine would differ, and where the CPU has AMX it crashes in llama.cpp's AMX kernels here.
+PORTABLE = "-DGGML_NATIVE=off"
+WHEEL_CACHE = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache"), "structured-outputs-workshop", "wheels")
 # Code the prose asks the reader to paste and run: it needs a live kernel, so the committed notebook does not run it.
 PASTED = re.compile(r"```python\n(.*?)```", re.DOTALL)
 # What Colab has and the workshop must not need (tests/colab_versions.txt says why they are left out of the matrix).
@@ -93,16 +97,22 @@ def image(tmp_path_factory) -> Callable[[str], Path]:
 
 @pytest.fixture(scope="module")
 def wheel_at_hand(tmp_path_factory) -> Path:
-    """A folder holding the pinned llama-cpp-python wheel, standing in for the CPU index. pip's cache has the wheel
-    once this environment's own install built it; without it, this is the source build (minutes)."""
-    folder = tmp_path_factory.mktemp("wheels")
+    """A folder standing in for the CPU index: the pinned llama-cpp-python wheel, built as its authors build the
+    index's (PORTABLE). pip's own cache cannot hold it, since it would serve this machine's native build under the
+    same name, so the wheel is kept in WHEEL_CACHE: the first run on a machine builds it from source (minutes)."""
     (pinned,) = install.pins([install.LLAMA_CPP])
-    started = time.monotonic()
-    output = run(sys.executable, "-m", "pip", "wheel", "--no-deps", pinned, "-w", folder)
-    (wheel,) = folder.glob("llama_cpp_python-*.whl")
-    assert wheel.name.split("-")[2:4] == ["py3", "none"], f"{wheel.name} does not fit every CPython, as the index's do"
-    how = "from pip's cache" if "Using cached" in output else "built from source"
-    print(f"\nthe wheel at hand: {wheel.name}, {how} in {time.monotonic() - started:.0f} s")
+    name = pinned.replace("-", "_").replace("==", "-")
+    if not (cached := sorted(WHEEL_CACHE.glob(f"{name}-py3-none-*.whl"))):
+        building = tmp_path_factory.mktemp("building")
+        started = time.monotonic()
+        subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-cache-dir", pinned, "-w", building],
+                       check=True, capture_output=True, env={**os.environ, "CMAKE_ARGS": PORTABLE})
+        print(f"\nbuilt {pinned} from source, {PORTABLE}: {time.monotonic() - started:.0f} s")
+        WHEEL_CACHE.mkdir(parents=True, exist_ok=True)
+        cached = [Path(shutil.move(wheel, WHEEL_CACHE)) for wheel in building.glob(f"{name}-py3-none-*.whl")]
+    assert cached, f"pip built no py3-none wheel of {pinned}, as the index serves one for every CPython"
+    folder = tmp_path_factory.mktemp("wheels")
+    shutil.copy(cached[0], folder)
     return folder
 
 
