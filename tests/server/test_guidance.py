@@ -13,7 +13,8 @@ from llguidance import LLMatcher, LLTokenizer
 
 from helpers.contract import PLAIN_TEXT
 from helpers.runtime.dialects import Constraint
-from helpers.server.guidance import JSON_DEFAULTS, TOKEN_SLICES, compile_matcher, grammar_text, length_in_pattern
+from helpers.server.guidance import (GRAMMAR_LIMITS, JSON_DEFAULTS, MAX_ENUM_VALUES, MAX_SCHEMA_CHARS, MAX_SCHEMA_DEPTH,
+                                     TOKEN_SLICES, compile_matcher, grammar_text, length_in_pattern)
 from helpers.server.protocol import RequestError
 from helpers.steps import STEP_SCHEMA
 
@@ -59,6 +60,64 @@ def test_a_keyword_llguidance_cannot_enforce_is_a_request_error_naming_the_field
     with pytest.raises(RequestError) as error:
         compile_matcher(Constraint("json_schema", schema, "response_format"), BYTES)
     assert error.value.param == "response_format" and error.value.status == 400
+
+
+def nested(levels: int) -> dict:
+    """An object schema `levels` objects deep: two levels of JSON each (the object and its properties)."""
+    schema: dict = {"type": "string"}
+    for _ in range(levels):
+        schema = {"type": "object", "properties": {"a": schema}}
+    return schema
+
+
+def refusal(constraint: Constraint) -> RequestError:
+    with pytest.raises(RequestError) as caught:
+        compile_matcher(constraint, BYTES)
+    assert caught.value.status == 400 and caught.value.param == constraint.field
+    return caught.value
+
+
+@pytest.mark.parametrize("levels", [16, 300, 2000])
+def test_a_schema_nested_too_deep_is_a_400_naming_the_limit_not_a_recursion_error(levels):
+    # 300 objects is 600 levels of JSON: json.loads takes it, and the old recursive walk ended in a 500.
+    error = refusal(Constraint("json_schema", nested(levels), "guided_json"))
+    assert error.code == "schema_too_deep" and str(MAX_SCHEMA_DEPTH) in str(error)
+
+
+def test_a_schema_just_within_the_depth_limit_compiles():
+    compile_matcher(Constraint("json_schema", nested(MAX_SCHEMA_DEPTH // 2 - 1), "guided_json"), BYTES)
+
+
+@pytest.mark.parametrize("constraint", [
+    Constraint("json_schema", {"enum": list(range(MAX_ENUM_VALUES + 1))}, "response_format"),
+    Constraint("json_schema", {"anyOf": [{"enum": [str(n) for n in range(MAX_ENUM_VALUES + 1)]}]}, "nvext"),
+    Constraint("choice", [str(n) for n in range(MAX_ENUM_VALUES + 1)], "guided_choice"),
+], ids=["enum", "nested-enum", "choice"])
+def test_an_enum_over_the_limit_is_a_400_naming_it(constraint):
+    error = refusal(constraint)
+    assert error.code == "enum_too_large" and str(MAX_ENUM_VALUES) in str(error)
+
+
+def test_an_enum_inside_a_const_is_data_not_a_schema():
+    compile_matcher(Constraint("json_schema", {"const": {"enum": list(range(MAX_ENUM_VALUES + 1))}}, "guided_json"),
+                    BYTES)
+
+
+@pytest.mark.parametrize("constraint", [
+    Constraint("json_schema", {"type": "object", "properties": {f"k{n}": {} for n in range(40_000)}}, "guided_json"),
+    Constraint("json_schema", {"type": "string", "description": "x" * MAX_SCHEMA_CHARS}, "guided_json"),
+    Constraint("regex", "a" * (MAX_SCHEMA_CHARS + 1), "guided_regex"),
+], ids=["many-properties", "long-string", "long-regex"])
+def test_a_constraint_over_the_size_limit_is_a_400_naming_it(constraint):
+    error = refusal(constraint)
+    assert error.code == "schema_too_large" and str(MAX_SCHEMA_CHARS) in str(error)
+
+
+def test_a_schema_over_llguidances_limits_is_a_400_naming_them():
+    # Intersections of unions multiply: this one exhausts the lexer's fuel while the grammar is built.
+    choices = [{"anyOf": [{"type": "string", "pattern": f"p{n}{m}q"} for m in range(10)]} for n in range(3)]
+    error = refusal(Constraint("json_schema", {"allOf": choices}, "guided_json"))
+    assert error.code == "schema_too_complex" and f"lexer fuel {GRAMMAR_LIMITS.initial_lexer_fuel}" in str(error)
 
 
 BOUNDED_PLAIN = {"type": "string", "minLength": 2, "maxLength": 5, "pattern": PLAIN_TEXT}
