@@ -150,9 +150,22 @@ Reply with one JSON object:
 </output_format>"""
 
 
+# Two worked readings: a small model imitates far better than it follows instructions (notebook 01). They name
+# products and credentials no task uses, and between them every field is both used and left empty. A third, with a
+# negation, made the embedded model copy it for every instruction (docs/results.md).
+EXAMPLES = [("What is the SKU of the Garden chair? Answer with the SKU.",
+             {"sign_in": False, "username": None, "password": None, "order": None,
+              "find": [{"product": "Garden chair", "fact": "SKU"}]}),
+            ("Sign in as grace with password hopper7, then buy 3 Wall clock.",
+             {"sign_in": True, "username": "grace", "password": "hopper7",
+              "order": {"product": "Wall clock", "quantity": 3}, "find": []})]
+
+
 def goal_messages(instruction: str, schema: dict[str, Any]) -> list[dict]:
+    examples = [message for text, goal in EXAMPLES for message in (
+        {"role": "user", "content": f"Instruction: {text}"}, {"role": "assistant", "content": json.dumps(goal)})]
     return [{"role": "system", "content": GOAL_PROMPT.format(schema=json.dumps(schema, separators=(",", ":")))},
-            {"role": "user", "content": f"Instruction: {instruction}"}]
+            *examples, {"role": "user", "content": f"Instruction: {instruction}"}]
 
 
 def refusal_message(instruction: str) -> dict:

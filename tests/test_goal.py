@@ -9,7 +9,7 @@ import pytest
 from jsonschema import Draft202012Validator
 
 from helpers.agent import CONFIGS, READS_GOAL, parse_goal, run_episode, schema_for
-from helpers.goal import Goal, goal_messages, goal_schema, mentioned, spans
+from helpers.goal import EXAMPLES, Goal, goal_messages, goal_schema, mentioned, spans
 from helpers.grounding import Grounding, allowed_calls, irreversible_effects
 from helpers.harness import Context, Decision, HarnessBreach, check_what_ran, decide
 from helpers.loop import ScriptedProposer, execute
@@ -75,7 +75,14 @@ def test_a_goal_outside_its_schema_is_no_reading():
 
 def test_the_goal_step_reads_the_instruction_alone():
     messages = goal_messages("Order 2 Pencil set.", goal_schema("Order 2 Pencil set.", CATALOG))
-    assert [m["role"] for m in messages] == ["system", "user"] and "observation" not in str(messages)
+    assert messages[-1] == {"role": "user", "content": "Instruction: Order 2 Pencil set."}
+    assert "observation" not in str(messages) and {m["role"] for m in messages} == {"system", "user", "assistant"}
+
+
+def test_the_worked_readings_are_goals_and_name_nothing_the_store_sells():
+    for text, goal in EXAMPLES:
+        Goal.model_validate(goal)
+        assert not any(mentioned(text, product) for product in CATALOG)
 
 
 def test_the_user_confirms_only_the_tasks_own_goal():
