@@ -4,7 +4,7 @@ One implementation for every contract (the final answer, the Holo3 step): a `Con
 says how to validate and what the fallback is. Whatever the model wrote, `climb`
 returns an object that is valid under the contract, and a record of every rung.
 
-The repair prompt defaults to `plain`, the NIM workshop's own, because it measured no worse than the
+The repair prompt defaults to `plain`, the NIM workshop's short one, because it measured no worse than the
 schema-embedding one and costs less (notebook 04 measures both; docs/results.md keeps the full run).
 """
 from __future__ import annotations
@@ -82,8 +82,8 @@ def repair_messages(raw: str, errors: list[str], contract: Contract, specific: b
                     prompt: RepairPrompt = "plain") -> list[dict]:
     """The one repair request: the problems (or, vague, only that there were some) and the original reply.
 
-    `plain` is the NIM workshop's own short prompt, word for word; `schema` restates the contract as its JSON
-    Schema and asks to add no fact.
+    `plain` is the NIM workshop's short prompt as its text shows it (its repository's version also restates the
+    required keys and enums); `schema` restates the contract as its JSON Schema and asks to add no fact.
     """
     if prompt == "plain":
         problems = "; ".join(errors) if specific else "it is not valid"

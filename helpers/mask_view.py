@@ -1,10 +1,17 @@
-"""Look inside guided decoding: per token, how many tokens the grammar allowed and what it changed.
+"""Look inside guided decoding: per token, how many tokens the grammar allowed, and who chose each token.
 
 Uses the embedded server's `x_trace` extension; other servers do not expose their masks.
 """
 from __future__ import annotations
 
+import html
+
 from helpers.runtime.dialects import with_trace
+
+# Who chose a token: the grammar, where it allowed exactly one; the model, where it allowed several.
+COLOURS: dict[str, str] = {"grammar": "#f8c9c4", "model": "#c6ddf5"}
+LEGEND: dict[str, str] = {"grammar": "forced by the grammar (one token allowed)",
+                          "model": "chosen by the model (several allowed)"}
 
 
 def mask_trace(conn, messages: list[dict], schema: dict, max_tokens: int = 120) -> tuple[str, list[dict]]:
@@ -16,3 +23,23 @@ def mask_trace(conn, messages: list[dict], schema: dict, max_tokens: int = 120) 
     if trace is None:
         raise RuntimeError(f"the {conn.profile.name} backend returns no mask trace; only the embedded server does")
     return reply.choices[0].message.content, trace
+
+
+def who_chose(step: dict) -> str:
+    """'grammar' where the grammar allowed exactly one token at this step, 'model' where it allowed several."""
+    return "grammar" if step["allowed"] == 1 else "model"
+
+
+def coloured_reply(trace: list[dict]) -> str:
+    """The traced reply as HTML, each token on the colour of who chose it, with a legend.
+
+    Inline styles only, so the picture survives where a notebook is shown without its stylesheets (GitHub).
+    """
+    def span(colour: str, text: str, title: str = "") -> str:
+        hover = f' title="{html.escape(title)}"' if title else ""
+        return f'<span style="background:{colour};border-radius:3px"{hover}>{html.escape(text)}</span>'
+
+    tokens = "".join(span(COLOURS[who_chose(step)], step["token"], f"{step['allowed']:,} allowed") for step in trace)
+    legend = " ".join(span(COLOURS[who], f" {words} ") for who, words in LEGEND.items())
+    return (f'<div style="font-family:monospace;white-space:pre-wrap;line-height:1.9">{tokens}</div>'
+            f'<div style="margin-top:6px">{legend}</div>')

@@ -1,6 +1,7 @@
 """Every exercise check passes its worked solution and rejects the known-wrong answers (and the empty stub)."""
 import importlib
 import pkgutil
+import re
 import runpy
 from pathlib import Path
 
@@ -28,3 +29,12 @@ def test_the_worked_solution_passes_and_every_wrong_answer_fails(module, checker
     assert run(solution[checks.SOLUTIONS[checker]])[0], "the worked solution must pass"
     for wrong in [None, *checks.WRONG[checker]]:
         assert not run(wrong)[0], f"a wrong answer passed: {wrong!r}"
+
+
+@pytest.mark.parametrize("module,checker", CASES, ids=[f"{m}.{c}" for m, c in CASES])
+def test_the_hint_for_an_untouched_stub_points_the_way_without_the_code(module, checker):
+    run = getattr(importlib.import_module(f"helpers.exercises.{module}"), checker)
+    solved, _, hint = run(None)
+    # A signature ("def name(...)", "class Name(...)") says what to write; a call spells out how.
+    calls = re.sub(r"\b(def|class) \w+\(", "", hint)
+    assert not solved and hint and not re.search(r"\w\(|\{\*\*", calls), hint

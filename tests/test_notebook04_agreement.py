@@ -1,6 +1,6 @@
 """The ladder notebook 04 builds rung by rung agrees with `helpers.ladder.climb`.
 
-The notebook's cells that build its own ladder start with `# notebook-version: climb`. This test runs
+The notebook's cells that build its own ladder carry the tag `notebook-version:climb`. This test runs
 those cells, and only those, in order, in a fresh namespace (no kernel, no model, no server), then
 climbs every reply of the broken-output corpus (plus a few edge cases) with both ladders, both repair
 prompts (the NIM workshop's plain one and the schema-embedding one) and the same scripted repair
@@ -18,10 +18,10 @@ import pytest
 
 from helpers.contract import validate_answer
 from helpers.ladder import ANSWER_CONTRACT, Reply, climb, repair_messages
+from test_notebook_agreement import defining_cells  # pytest puts tests/ on the path
 
 ROOT = Path(__file__).resolve().parent.parent
 NOTEBOOK = ROOT / "notebooks" / "04_repair_ladder_and_harness.ipynb"
-MARKER = "# notebook-version: climb"
 
 CORPUS = [json.loads(line) for line in (ROOT / "data" / "broken_outputs.jsonl").read_text(encoding="utf-8").splitlines()]
 VALID = json.loads(next(case["reply"] for case in CORPUS if case["id"] == "clean"))
@@ -30,11 +30,9 @@ IDS = [case["id"] for case in CORPUS] + ["none", "empty_string", "blank", "extra
 
 
 def notebook_ladder() -> dict[str, Any]:
-    cells = json.loads(NOTEBOOK.read_text(encoding="utf-8"))["cells"]
     namespace: dict[str, Any] = {"__name__": "notebook_04"}
-    for cell in cells:
-        source = "".join(cell["source"])
-        if cell["cell_type"] == "code" and source.startswith(MARKER):
+    for label, source in defining_cells(NOTEBOOK.name):
+        if label == "climb":
             # dont_inherit: this module's __future__ import must not leak into the notebook's code.
             exec(compile(source, f"{NOTEBOOK.name} [climb]", "exec", dont_inherit=True), namespace)
     return namespace

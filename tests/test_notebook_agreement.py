@@ -1,9 +1,9 @@
 """The functions notebooks 01 and 02 build in their cells agree with the helpers later notebooks import.
 
-A notebook cell that defines the notebook's own version of a helper starts with the line
-`# notebook-version: NAME`. This test runs those cells, and only those, in order, in a fresh
-namespace (no kernel, no model, no server), then compares what they define with `helpers`
-over the whole corpus of replies and every example step.
+A notebook cell that defines the notebook's own version of a helper carries the tag
+`notebook-version:NAME` in its metadata, where a learner does not see it. This test runs those cells,
+and only those, in order, in a fresh namespace (no kernel, no model, no server), then compares what
+they define with `helpers` over the whole corpus of replies and every example step.
 """
 from __future__ import annotations
 
@@ -19,7 +19,10 @@ from test_steps import recording_handlers  # pytest puts tests/ on the path
 
 ROOT = Path(__file__).resolve().parent.parent
 NOTEBOOKS = ROOT / "notebooks"
-MARKER = "# notebook-version:"
+TAG = "notebook-version:"
+# Notebook 06 still marks its cells with a first line `# notebook-version: NAME`, until its rewrite moves the mark
+# into a tag like the other notebooks'.
+LEGACY_MARKER = "# notebook-version:"
 
 CORPUS = [json.loads(line) for line in (ROOT / "data" / "broken_outputs.jsonl").read_text("utf-8").splitlines()]
 PARSED = {case["id"]: contract.parse_json_object(case["reply"]) for case in CORPUS if case["expect_parse"]}
@@ -74,13 +77,17 @@ EXTRA_ANSWERS = [
 
 
 def defining_cells(name: str) -> list[tuple[str, str]]:
-    """(what the cell defines, its source) for every marked code cell of a notebook, in order."""
+    """(what the cell defines, its source) for every tagged code cell of a notebook, in order."""
     cells = json.loads((NOTEBOOKS / name).read_text(encoding="utf-8"))["cells"]
     found = []
     for cell in cells:
+        if cell["cell_type"] != "code":
+            continue
         source = "".join(cell["source"])
-        if cell["cell_type"] == "code" and source.startswith(MARKER):
-            found.append((source.splitlines()[0][len(MARKER):].strip(), source))
+        labels = [tag[len(TAG):] for tag in cell.get("metadata", {}).get("tags", []) if tag.startswith(TAG)]
+        if not labels and source.startswith(LEGACY_MARKER):
+            labels = [source.splitlines()[0][len(LEGACY_MARKER):].strip()]
+        found += [(label, source) for label in labels]
     return found
 
 

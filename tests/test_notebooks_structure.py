@@ -4,15 +4,21 @@ The setup cell and the badges are written by `python -m helpers.runtime.publish`
 when these tests fail after an edit of the template or the address, run it.
 """
 import json
+import re
 from pathlib import Path
 
 import pytest
 
 from helpers.runtime import publish
+from test_reading_time import BEING_REWRITTEN  # pytest puts tests/ on the path
 
 ROOT = Path(__file__).resolve().parent.parent
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
 ADDRESS = publish.read_address(ROOT / "pyproject.toml")
+# What learners should not have to read: the test suite's files and markers, the repository's history, a source
+# they cannot look up. Markers for tools are cell metadata tags instead.
+PLUMBING = re.compile(r"tests/|test_\w+\.py|NBVAL_|notebook-version|seed 002|\bcommit(s|ted)?\b|\bissue \d|git history",
+                      re.IGNORECASE)
 
 
 def cells(path: Path) -> list[dict]:
@@ -85,3 +91,11 @@ def test_no_cell_hides_its_result_with_a_trailing_semicolon(path):
     # the fresh run then has an output the committed notebook lacks, and nbval fails the cell.
     code = [source(c).rstrip() for c in cells(path) if c["cell_type"] == "code"]
     assert not [s.splitlines()[-1] for s in code if s.endswith(";")]
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
+def test_no_cell_talks_to_the_maintainers(path):
+    if path.name in BEING_REWRITTEN:
+        pytest.skip(BEING_REWRITTEN[path.name])
+    lines = [line for cell in cells(path) for line in source(cell).splitlines() if PLUMBING.search(line)]
+    assert not lines, "say it in docs/ or CONTRIBUTING.md, or as a cell tag"

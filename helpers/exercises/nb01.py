@@ -31,7 +31,7 @@ def tricky_reply(answer: Any) -> Verdict:
     """Your turn 1: a reply whose answer, GYM_SUNDAY, parse_json_object finds and the naive parser does not."""
     praise = "parse_json_object finds the answer and the naive parser does not."
     if not isinstance(answer, str):
-        return False, praise, "a reply is a string: start from json.dumps(GYM_SUNDAY)."
+        return False, praise, "a reply is a string: write one that holds GYM_SUNDAY as JSON, where the naive parser trips."
     robust = _parsed(parse_json_object, answer)
     if robust != GYM_SUNDAY:
         return False, praise, (f"parse_json_object must find GYM_SUNDAY in your reply; it got {str(robust)[:80]!r}. "

@@ -34,20 +34,26 @@ def _pattern(messages: list[dict]) -> str:
 def trim_keep_first(trim: Any) -> Verdict:
     """The first screenshot and the n newest stay, the rest are evicted; wrappers and the input untouched."""
     praise = "the first screenshot stays, the n newest stay, the rest are evicted, wrappers and input untouched."
-    hint = ("start from trim_to_last_n_images(messages, n), then put the oldest observation's image part back "
-            "(copy.deepcopy the original message's content); never edit the list you are given.")
     if not callable(trim):
-        return False, praise, hint
+        return False, praise, ("replace None with a function of (messages, n=3) that returns a new list: the "
+                               "trimmed conversation, with the first screenshot kept as well.")
     six = _observations(6)
     before = copy.deepcopy(six)
     try:
-        patterns = [_pattern(trim(six, 3)), _pattern(trim(six, 5)), _pattern(trim(six, 0)),
+        trimmed = trim(six, 3)
+        patterns = [_pattern(trimmed), _pattern(trim(six, 5)), _pattern(trim(six, 0)),
                     _pattern(trim(_observations(3), 3))]
-        wrappers = all(m["content"][0] == {"type": "text", "text": "<observation>\n"}
-                       for m in trim(six, 3) if isinstance(m["content"], list))
-    except Exception:  # a crash on some input is "not yet", never a traceback in the check cell
-        return False, praise, hint
-    return patterns == ["I--III", "IIIIII", "I-----", "III"] and wrappers and six == before, praise, hint
+    except Exception as error:  # a crash on some input is "not yet", never a traceback in the check cell
+        return False, praise, f"calling it on a conversation of six screenshots raised {type(error).__name__}: {error}"
+    if six != before:
+        return False, praise, "it changed the list it was given: trim a copy, as trim_to_last_n_images does."
+    if patterns != ["I--III", "IIIIII", "I-----", "III"]:
+        return False, praise, (f"with six screenshots and n=3, the first and the three newest should stay (I--III, "
+                               f"I kept, - evicted); yours gives {patterns[0]}. Then try n=5 and n=0.")
+    if not all(m["content"][0] == {"type": "text", "text": "<observation>\n"}
+               for m in trimmed if isinstance(m["content"], list)):
+        return False, praise, "every observation keeps its <observation> text parts, its screenshot kept or evicted."
+    return True, praise, ""
 
 
 class _Listener:
@@ -76,10 +82,9 @@ _ACTIONS = [("click", {"element": "Username", "x": 400, "y": 225}), ("write", {"
 def user_handlers(make: Any) -> Verdict:
     """`make(app, user)` keeps every tool of `app_handlers(app)`, and `ask_user` puts the question to `user`."""
     praise = "ask_user puts the model's question to the user and hands the reply back; every other tool is unchanged."
-    hint = ("return {**app_handlers(app), 'ask_user': ...}, where the ask_user handler calls user.reply(question) "
-            "with the model's question and returns the reply.")
     if not callable(make):
-        return False, praise, hint
+        return False, praise, ("replace None with a function of (app, user) that returns the handlers: one function "
+                               "per tool name, as app_handlers does.")
     app, twin, user = CampusStore(0), CampusStore(0), _Listener()
     questions = ["Which mug do you mean, the red one or the blue one?", "How many should I order?"]
     try:
@@ -88,11 +93,15 @@ def user_handlers(make: Any) -> Verdict:
             return False, praise, "keep every tool of app_handlers(app): " + ", ".join(reference)
         outputs = [handlers["ask_user"](question=q) for q in questions]
         same = [handlers[name](**args) == reference[name](**args) for name, args in _ACTIONS]
-    except Exception:
-        return False, praise, hint
-    answered = user.asked == questions and all(r in str(o) for r, o in zip(user.replies, outputs))
-    acted_here = app.accessibility_tree() == twin.accessibility_tree()
-    return answered and all(same) and acted_here, praise, hint
+    except Exception as error:
+        return False, praise, f"calling your handlers raised {type(error).__name__}: {error}"
+    if user.asked != questions:
+        return False, praise, "ask_user must put the model's own question to the user, through user.reply."
+    if not all(r in str(o) for r, o in zip(user.replies, outputs)):
+        return False, praise, "ask_user must hand the user's reply back as its result: the model reads it next turn."
+    if not all(same) or app.accessibility_tree() != twin.accessibility_tree():
+        return False, praise, "every tool but ask_user should do what app_handlers does, on the app you were given."
+    return True, praise, ""
 
 
 def _only_app_handlers(app: CampusStore, user: Any) -> dict:

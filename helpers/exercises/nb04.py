@@ -44,7 +44,8 @@ def order_through_the_user(replies: Any) -> Verdict:
     hint = ("a click on Place order alone is put to the user as '1 x Pencil set', which the task did not ask for; "
             "no plan or note can change the user's mind. What must the Quantity box hold first?")
     if not isinstance(replies, list) or not replies:
-        return False, praise, hint
+        return False, praise, ("replace None with a list of raw replies, written with the step helper above: the "
+                               "moves an agent would make on this page, in order.")
     store = order_page()
     user = SimulatedUser(ORDER_TASK, store)
     ctx = Context(effects_of=store.effects_of, user=user, instruction=instruction(ORDER_TASK, store))
@@ -127,27 +128,31 @@ def guided_repair(make: Any, conn: Connection | None = None) -> Verdict:
     """`make(conn)` is a repair function that sends the ladder's messages to `conn`'s model once, guided by the
     answer contract's schema in the backend's dialect, at temperature 0, and returns what came back as a Reply."""
     praise = "one request, the ladder's own messages, the contract's schema in the guided field, the reply handed back."
-    hint = ("return a function of messages that calls conn.client.chat.completions.create(model=conn.model, "
-            "messages=messages, temperature=0, max_tokens=ANSWER_TOKENS, **conn.profile.guided(ANSWER_JSON_SCHEMA, "
-            "name='answer')) and wraps the reply's text in Reply(text, usage).")
     if not callable(make):
-        return False, praise, hint
+        return False, praise, ("replace None with a function that takes conn and returns a repair function: "
+                               "messages in, a Reply out.")
     messages = repair_messages(PROSE_REPLY, check(PROSE_REPLY, ANSWER_CONTRACT)[1], ANSWER_CONTRACT)
     live, calls, answers, undo = _recorded(conn)
     try:
         reply = make(live)(messages)
-    except Exception:
-        return False, praise, hint
+    except Exception as error:
+        return False, praise, f"calling your repair function raised {type(error).__name__}: {error}"
     finally:
         undo()
     if len(calls) != 1:
         return False, praise, f"the repair made {len(calls)} requests through conn.client; the ladder repairs once"
     request = calls[0]
-    guided = set(live.profile.guided(ANSWER_JSON_SCHEMA)) <= set(request) and _contains(
-        {k: v for k, v in request.items() if k != "messages"}, ANSWER_JSON_SCHEMA)
-    solved = (guided and request.get("messages") == messages and request.get("model") == live.model
-              and request.get("temperature") == 0 and isinstance(reply, Reply) and reply.text == answers[0])
-    return solved, praise, hint
+    if not (set(live.profile.guided(ANSWER_JSON_SCHEMA)) <= set(request) and _contains(
+            {k: v for k, v in request.items() if k != "messages"}, ANSWER_JSON_SCHEMA)):
+        return False, praise, ("the request carries no guided-JSON field for the contract's schema: notebook 00 "
+                               "showed which method of conn.profile writes it for the active backend.")
+    if request.get("messages") != messages or request.get("model") != live.model:
+        return False, praise, "send the ladder's own messages to conn.model, unchanged: they hold the repair prompt."
+    if request.get("temperature") != 0:
+        return False, praise, "repair at temperature 0, so that one broken reply always gets the same repair."
+    if not (isinstance(reply, Reply) and reply.text == answers[0]):
+        return False, praise, "hand back what the model wrote, as a Reply."
+    return True, praise, ""
 
 
 def _hard_coded(conn: Connection) -> Callable[[list[dict]], Reply]:

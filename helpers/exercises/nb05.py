@@ -1,10 +1,8 @@
-"""Checks for notebook 05's exercises: bound an open schema so a guided reply can always close, and p95 by hand."""
+"""Checks for notebook 05's exercises: bound an open schema so a guided reply can always close, and count how many
+replies a schema leaves the model to choose from."""
 from __future__ import annotations
 
-import types
 from typing import Any
-
-import numpy as np
 
 from helpers.bounds import Unbounded, max_json_bytes
 from helpers.contract import PLAIN_TEXT
@@ -60,36 +58,56 @@ def bounded_schema(answer: Any) -> Verdict:
     return True, f"{praise} ({size} bytes of {BYTE_BUDGET})", ""
 
 
-# Spellings of "let a library compute it", which the exercise asks you not to use.
-LIBRARY_NAMES = {"np", "numpy", "percentile", "quantile", "quantiles", "nanpercentile"}
-P95_SAMPLES = [[2.0], [3.0, 1.0], [0.5, 2.0, 9.0, 1.5], [float(x) for x in range(21)],
-               [0.31, 0.12, 5.2, 0.9, 1.7, 0.4]]
+def _closed(**properties: Any) -> dict[str, Any]:
+    return {"type": "object", "properties": properties, "required": list(properties), "additionalProperties": False}
 
 
-def _names(code: types.CodeType) -> set[str]:
-    """Every global and attribute name a function's code uses, nested functions and lambdas included."""
-    nested = [_names(const) for const in code.co_consts if isinstance(const, types.CodeType)]
-    return set(code.co_names).union(*nested)
+_SCROLL = _closed(tool_name={"const": "scroll"}, direction={"enum": ["up", "down"]})
+_CLICKS = {"anyOf": [_closed(tool_name={"const": "click"}, element={"const": name}, x={"const": x}, y={"const": y})
+                     for name, x, y in (("Home", 918, 46), ("Search products", 400, 301), ("Search", 162, 378),
+                                        ("My orders", 400, 455))]}
+_FREE_TEXT = {"type": "string", "maxLength": 40}
+# Your turn 2's schemas: what each is, the schema, and how many replies it allows (None: too many to count).
+COUNTED: list[tuple[str, dict[str, Any], int | None]] = [
+    ("a const", {"const": "go_back"}, 1),
+    ("an enum of two directions", {"enum": ["up", "down"]}, 2),
+    ("a boolean", {"type": "boolean"}, 2),
+    ("null", {"type": "null"}, 1),
+    ("a scroll call", _SCROLL, 2),
+    ("notebook 03's per-screen click on the home page", _CLICKS, 4),
+    ("a scroll, a per-screen click or go_back", {"anyOf": [_SCROLL, _CLICKS, _closed(tool_name={"const": "go_back"})]},
+     7),
+    ("an object of a status, a boolean and a per-screen click",
+     _closed(status={"enum": ["answered", "not_found", "needs_clarification"]}, final={"type": "boolean"},
+             tool=_CLICKS), 24),
+    ("a step whose note may be free text", _closed(note={"anyOf": [{"type": "null"}, _FREE_TEXT]}, tool_call=_SCROLL),
+     None),
+    ("a write call with free text", _closed(tool_name={"const": "write"}, content=_FREE_TEXT), None),
+    ("an integer from 0 to 1000", {"type": "integer", "minimum": 0, "maximum": 1000}, None),
+]
 
 
-def p95(answer: Any) -> Verdict:
-    """Your turn 2: the 95th percentile without numpy, interpolated as numpy does by default."""
-    praise = "your p95 agrees with numpy's on every list, ties and one-element lists included."
+def count_replies(answer: Any) -> Verdict:
+    """Your turn 2: how many JSON values a schema of const, enum, boolean, null, closed objects and anyOf allows."""
+    praise = "you can tell, before any request, how much a schema leaves to the model."
     if not callable(answer):
-        return False, praise, "write a function that takes a list of numbers and returns a number."
-    if isinstance(answer, types.FunctionType) and _names(answer.__code__) & LIBRARY_NAMES:
-        return False, praise, "compute it yourself: no numpy, no statistics.quantiles."
-    try:
-        agree = all(abs(answer(list(sample)) - float(np.percentile(sample, 95))) < 1e-9 for sample in P95_SAMPLES)
-    except Exception:  # a half-written function means "not yet", not a crash
-        agree = False
-    if not agree:
-        return False, praise, ("sort the values, take the position 0.95 * (n - 1), and interpolate between the "
-                               "values just below and just above it.")
+        return False, praise, "replace None with a function that takes a schema and returns a number, or None."
+    for label, schema, expected in COUNTED:
+        try:
+            got = answer(schema)
+        except Exception as error:  # a half-written function means "not yet", not a crash
+            return False, praise, f"on {label} it raised {type(error).__name__}: {error}"
+        if got != expected or isinstance(got, bool):
+            allows = "too many replies to count (None)" if expected is None else f"{expected} replies"
+            return False, praise, f"on {label} it returns {got!r}, but that schema allows {allows}. {_COUNT_HINT}"
     return True, praise, ""
 
 
-SOLUTIONS = {"bounded_schema": "bounded_event_schema", "p95": "p95"}
+_COUNT_HINT = ("A const allows one value, an enum one per entry; an object allows every combination of its "
+               "properties' values, anyOf the values of each branch; anything else is free.")
+
+
+SOLUTIONS = {"bounded_schema": "bounded_event_schema", "count_replies": "count_replies"}
 
 
 def _text(limit: int) -> dict[str, Any]:
@@ -108,15 +126,42 @@ _TAGS = {"type": "array", "maxItems": 3, "items": _text(12)}
 _NOT_PLAIN = {"type": "string", "maxLength": 40}
 
 
-def _nearest_rank(values: list[float]) -> float:
-    return sorted(values)[min(int(0.95 * len(values)), len(values) - 1)]
+def _adds_properties(schema: dict[str, Any]) -> int | None:
+    """Adds up an object's properties' counts, where every combination of them counts."""
+    if "const" in schema:
+        return 1
+    if "enum" in schema:
+        return len(schema["enum"])
+    if "anyOf" in schema:
+        return sum(_adds_properties(branch) or 0 for branch in schema["anyOf"])
+    if schema.get("type") == "object":
+        return sum(_adds_properties(field) or 0 for field in schema["properties"].values())
+    return {"boolean": 2, "null": 1}.get(schema.get("type", ""))
 
 
-def _unsorted(values: list[float]) -> float:
-    position = 0.95 * (len(values) - 1)
-    low = int(position)
-    high = min(low + 1, len(values) - 1)
-    return values[low] + (position - low) * (values[high] - values[low])
+def _first_branch_only(schema: dict[str, Any]) -> int | None:
+    if "anyOf" in schema:
+        return _first_branch_only(schema["anyOf"][0])
+    if "const" in schema:
+        return 1
+    if "enum" in schema:
+        return len(schema["enum"])
+    return {"boolean": 2, "null": 1}.get(schema.get("type", ""), 1)
+
+
+def _zero_for_free_text(schema: dict[str, Any]) -> int:
+    if "const" in schema:
+        return 1
+    if "enum" in schema:
+        return len(schema["enum"])
+    if "anyOf" in schema:
+        return sum(_zero_for_free_text(branch) for branch in schema["anyOf"])
+    if schema.get("type") == "object":
+        total = 1
+        for field in schema["properties"].values():
+            total *= _zero_for_free_text(field)
+        return total
+    return {"boolean": 2, "null": 1}.get(schema.get("type", ""), 0)
 
 
 WRONG: dict[str, list[Any]] = {
@@ -132,14 +177,12 @@ WRONG: dict[str, list[Any]] = {
         _event(_text(40), _TAGS, {**_WHERE, "required": ["building"]}),  # `where` without its room
         {"type": "objekt"},  # not a JSON schema
     ],
-    "p95": [
-        max,
-        _nearest_rank,
-        _unsorted,
-        lambda values: sorted(values)[round(0.95 * (len(values) - 1))],
-        lambda values: float(np.percentile(values, 95)),
-        lambda values: sum(values) / len(values),
-        lambda values: 1.0,
-        "p95",
+    "count_replies": [
+        _adds_properties,
+        _first_branch_only,
+        _zero_for_free_text,
+        lambda schema: 1,
+        lambda schema: len(schema.get("properties", schema.get("enum", [0]))),
+        "count_replies",
     ],
 }

@@ -25,11 +25,24 @@ bounded_event_schema = {
 }
 
 
-# Your turn 2: sort, find the 0-based position 0.95 * (n - 1), and interpolate between its two neighbours.
-def p95(values):
-    """The 95th percentile, interpolating linearly between the two nearest ranks (numpy's default)."""
-    ordered = sorted(values)
-    position = 0.95 * (len(ordered) - 1)
-    low = int(position)
-    high = min(low + 1, len(ordered) - 1)
-    return ordered[low] + (position - low) * (ordered[high] - ordered[low])
+# Your turn 2: a const is one value, an enum one per entry, a boolean two, null one; an object allows every
+# combination of its properties' values (multiply), anyOf the values of each branch (add); anything else, such as
+# free text or a number, allows too many to count.
+def count_replies(schema):
+    """How many JSON values `schema` allows, or None when a part of it is free."""
+    if "const" in schema:
+        return 1
+    if "enum" in schema:
+        return len(schema["enum"])
+    if "anyOf" in schema:
+        counts = [count_replies(branch) for branch in schema["anyOf"]]
+        return None if None in counts else sum(counts)
+    if schema.get("type") == "object":
+        total = 1
+        for field in schema["properties"].values():
+            count = count_replies(field)
+            if count is None:
+                return None
+            total *= count
+        return total
+    return {"boolean": 2, "null": 1}.get(schema.get("type"))

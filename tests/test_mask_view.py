@@ -1,0 +1,26 @@
+"""The coloured reply: each token on the colour of who chose it, escaped, with inline styles only."""
+import re
+
+from helpers.mask_view import COLOURS, coloured_reply, who_chose
+
+TRACE = [{"token": '{"', "allowed": 1}, {"token": "note", "allowed": 1}, {"token": ' <b>&', "allowed": 47_900},
+         {"token": "click", "allowed": 24}]
+
+
+def test_a_token_is_the_grammars_only_where_it_was_the_one_allowed():
+    assert [who_chose(step) for step in TRACE] == ["grammar", "grammar", "model", "model"]
+
+
+def test_every_token_appears_once_on_its_colour_and_the_text_is_escaped():
+    page = coloured_reply(TRACE)
+    tokens = re.findall(r'<span style="background:(#\w+);[^"]*" title="([^"]*)">(.*?)</span>', page)
+    assert [(colour, text) for colour, _, text in tokens] == [
+        (COLOURS["grammar"], "{&quot;"), (COLOURS["grammar"], "note"), (COLOURS["model"], " &lt;b&gt;&amp;"),
+        (COLOURS["model"], "click")]
+    assert tokens[2][1] == "47,900 allowed"
+
+
+def test_the_page_has_a_legend_and_no_stylesheet_or_script():
+    page = coloured_reply(TRACE)
+    assert "forced by the grammar" in page and "chosen by the model" in page
+    assert "<style" not in page and "<script" not in page and "class=" not in page
