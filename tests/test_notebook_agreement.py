@@ -20,9 +20,6 @@ from test_steps import recording_handlers  # pytest puts tests/ on the path
 ROOT = Path(__file__).resolve().parent.parent
 NOTEBOOKS = ROOT / "notebooks"
 TAG = "notebook-version:"
-# Notebook 06 still marks its cells with a first line `# notebook-version: NAME`, until its rewrite moves the mark
-# into a tag like the other notebooks'.
-LEGACY_MARKER = "# notebook-version:"
 
 CORPUS = [json.loads(line) for line in (ROOT / "data" / "broken_outputs.jsonl").read_text("utf-8").splitlines()]
 PARSED = {case["id"]: contract.parse_json_object(case["reply"]) for case in CORPUS if case["expect_parse"]}
@@ -85,8 +82,6 @@ def defining_cells(name: str) -> list[tuple[str, str]]:
             continue
         source = "".join(cell["source"])
         labels = [tag[len(TAG):] for tag in cell.get("metadata", {}).get("tags", []) if tag.startswith(TAG)]
-        if not labels and source.startswith(LEGACY_MARKER):
-            labels = [source.splitlines()[0][len(LEGACY_MARKER):].strip()]
         found += [(label, source) for label in labels]
     return found
 

@@ -26,8 +26,6 @@ WORDS_PER_MINUTE = 200
 CODE_LINES_PER_MINUTE = 10
 MINUTES_PER_EXERCISE = 10
 MARKS = {"*Core*": True, "*Going further*": False}
-# A notebook whose cells are being rewritten: until it marks its sections, its agenda minutes stand in for it.
-BEING_REWRITTEN = {"06_governed_agent.ipynb": "notebook 06 is being rewritten; it marks its sections then"}
 AGENDA_ROW = re.compile(r"^\| (\d\d) [^|]*\| (\d+) \|", re.MULTILINE)
 
 
@@ -69,12 +67,6 @@ def sections(path: Path) -> list[Section]:
     return found
 
 
-def measured(path: Path) -> bool:
-    """Whether the notebook's core path is measured: always, except for a notebook being rewritten, until it is
-    marked."""
-    return path.name not in BEING_REWRITTEN or any(section.core is not None for section in sections(path)[1:])
-
-
 def core_minutes(path: Path) -> float:
     return sum(section.minutes for section in sections(path) if section.core)
 
@@ -98,16 +90,12 @@ def test_the_readme_gives_the_agendas_minutes():
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
 def test_every_section_is_marked_core_or_going_further(path):
-    if not measured(path):
-        pytest.skip(BEING_REWRITTEN[path.name])
     unmarked = [section.heading for section in sections(path) if section.core is None]
     assert not unmarked, "put *Core* or *Going further* on the line under each heading"
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
 def test_the_core_path_fits_its_minutes_in_the_agenda(path):
-    if not measured(path):
-        pytest.skip(BEING_REWRITTEN[path.name])
     budget = int(agenda()[path.name[:2]])
     estimate = core_minutes(path)
     print(f"{path.name}: about {estimate:.0f} of {budget} minutes")
@@ -115,9 +103,7 @@ def test_the_core_path_fits_its_minutes_in_the_agenda(path):
 
 
 def test_all_the_core_paths_fit_a_three_hour_class():
-    budgets = agenda()
-    total = sum(core_minutes(path) if measured(path) else int(budgets[path.name[:2]]) for path in NOTEBOOKS)
-    assert total <= TOTAL_MINUTES
+    assert sum(core_minutes(path) for path in NOTEBOOKS) <= TOTAL_MINUTES
 
 
 def names(source: str) -> tuple[set[str], set[str]]:
@@ -141,8 +127,6 @@ def names(source: str) -> tuple[set[str], set[str]]:
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
 def test_the_core_path_needs_no_going_further_cell(path):
-    if not measured(path):
-        pytest.skip(BEING_REWRITTEN[path.name])
     from_core, from_further, borrowed = set(), set(), []
     for section in sections(path):
         for source in section.code:

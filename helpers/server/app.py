@@ -2,8 +2,8 @@
 
 Endpoints: `GET /health`, `GET /v1/models`, `POST /v1/chat/completions` (plain or
 `stream: true`). Guided decoding is read in every dialect `helpers.runtime.dialects` knows.
-Each response carries a `timings` object (this server's extension, documented in the
-README), and `"x_trace": true` in a request adds a per-token `trace` of the mask.
+Each response carries a `timings` object (this server's extension, documented in
+docs/embedded-server.md), and `"x_trace": true` in a request adds a per-token `trace` of the mask.
 The server binds to 127.0.0.1 only.
 
 A hostile client is a normal client here: every request, however malformed, gets an

@@ -360,7 +360,7 @@ class Engine:
     def _evaluate(self, tokens: list[int]) -> None:
         """Evaluate chosen and forced tokens; a batch takes a second thread when a core is idle right now.
 
-        A second thread nearly halves a long batch on an idle core (the README's benchmark); on a busy core
+        A second thread nearly halves a long batch on an idle core (docs/results.md); on a busy core
         it stalls instead (DECODE_THREADS), so it is asked for only when the kernel counts a core with nothing
         to run. The thread count does not change the logits.
         """
