@@ -2,7 +2,8 @@
 itself, as a reader who clicks each notebook's badge meets it.
 
 - The image: a virtual environment on Colab's Python with the versions of tests/colab_versions.txt (Colab's own
-  list: where it comes from, its date and what it leaves out are written there), installed first, from wheels.
+  list: where it comes from, its date and what it leaves out are written there), installed first, from wheels; and
+  one on the Python of the older runtime a reader can pin, for notebook 00.
 - Each notebook gets a new runtime, as each badge opens one: an empty virtual environment over that image, a new
   folder, a server port of its own, the `google.colab` stand-in imported at start-up, no API key.
 - The notebook's own setup cell clones the workshop (this checkout's HEAD, served as a local origin), installs it
@@ -27,8 +28,6 @@ from pathlib import Path
 
 import nbformat
 import pytest
-from jupyter_client.kernelspec import KernelSpecManager
-from jupyter_client.manager import AsyncKernelManager
 from nbclient import NotebookClient
 from nbclient.exceptions import CellExecutionError
 
@@ -38,7 +37,11 @@ from helpers.runtime.publish import notebooks
 
 VERSIONS = Path(__file__).with_name("colab_versions.txt")
 COLAB_PYTHON = re.search(r"^# Python (\d+\.\d+)\b", VERSIONS.read_text(), re.MULTILINE)[1]
+PINNABLE_PYTHON = re.search(r"pinnable \S+ runtime is Python (\d+\.\d+)", VERSIONS.read_text())[1]
 NOTEBOOKS = [path.name for path in notebooks(ROOT)]
+# Every notebook on the Python a badge opens; on the older runtime a reader can pin, the setup path and a first
+# guided call (notebook 00), which is where a Python or numpy difference would show first, for a minute more.
+MATRIX = [*((COLAB_PYTHON, name) for name in NOTEBOOKS), (PINNABLE_PYTHON, NOTEBOOKS[0])]
 # How llama-cpp-python's release workflow builds the Linux wheels its CPU index serves: a portable x86-64 baseline.
 # A native build of this machine would differ, and where the CPU has AMX it crashes in llama.cpp's AMX kernels here.
 PORTABLE = "-DGGML_NATIVE=off"
@@ -53,9 +56,8 @@ HEAVY = re.compile(r"^\s*(?:import|from)\s+(?:torch\w*|transformers|accelerate|l
 def find_python(version: str) -> Path | None:
     """An interpreter of `version` that can make virtual environments: on PATH, else one pyenv installed."""
     pyenv = Path(os.environ.get("PYENV_ROOT", Path.home() / ".pyenv"))
-    for candidate in [shutil.which(f"python{version}"), *sorted(pyenv.glob(f"versions/{version}.*/bin/python{version}"))]:
-        if candidate is None:
-            continue
+    installed = sorted(pyenv.glob(f"versions/{version}.*/bin/python{version}"))
+    for candidate in filter(None, [shutil.which(f"python{version}"), *installed]):
         found = subprocess.run([candidate, "-c", "import sys, venv; print(sys.executable)"], capture_output=True,
                                text=True)
         if found.returncode == 0:
@@ -66,7 +68,7 @@ def find_python(version: str) -> Path | None:
 def run(*command: str | Path) -> str:
     """Run a command; its output, or a failure that shows the end of it."""
     result = subprocess.run(list(map(str, command)), capture_output=True, text=True)
-    assert result.returncode == 0, f"{' '.join(map(str, command))} failed:\n{result.stdout[-4000:]}{result.stderr[-4000:]}"
+    assert result.returncode == 0, f"{command} failed:\n{result.stdout[-4000:]}{result.stderr[-4000:]}"
     return result.stdout
 
 
@@ -141,13 +143,13 @@ def new_runtime(image_python: Path, folder: Path, bare: Path, wheels: Path) -> t
     }
 
 
-def kernel_manager(python: Path, folder: Path) -> AsyncKernelManager:
+def kernel_spec(python: Path, folder: Path) -> str:
+    """A kernel that runs in `python`, found by its name once JUPYTER_PATH is `folder`."""
     spec = folder / "kernels" / "colab"
     spec.mkdir(parents=True)
     argv = [str(python), "-m", "ipykernel_launcher", "-f", "{connection_file}"]
     (spec / "kernel.json").write_text(json.dumps({"argv": argv, "display_name": "Colab", "language": "python"}))
-    specs = KernelSpecManager(kernel_dirs=[str(spec.parent)], ensure_native_kernel=False)
-    return AsyncKernelManager(kernel_name="colab", kernel_spec_manager=specs)
+    return spec.name
 
 
 def pasted_cells(notebook: nbformat.NotebookNode) -> list[nbformat.NotebookNode]:
@@ -170,21 +172,23 @@ def seconds(cell: nbformat.NotebookNode) -> float:
 
 @pytest.mark.slow
 @pytest.mark.integration
-@pytest.mark.parametrize("name", NOTEBOOKS)
-def test_the_notebook_runs_in_a_new_colab_runtime(name, image, wheel_at_hand, bare, tmp_path):
-    python, env = new_runtime(image(COLAB_PYTHON), tmp_path, bare, wheel_at_hand)
+@pytest.mark.parametrize(("version", "name"), MATRIX)
+def test_the_notebook_runs_in_a_new_colab_runtime(version, name, image, wheel_at_hand, bare, tmp_path, monkeypatch):
+    python, env = new_runtime(image(version), tmp_path, bare, wheel_at_hand)
+    monkeypatch.setenv("JUPYTER_PATH", str(tmp_path))  # for this run's kernel spec, not the kernel's environment
     notebook = nbformat.reads(git("-C", bare, "show", f"{ADDRESS.branch}:notebooks/{name}"), as_version=4)
     notebook.cells += pasted_cells(notebook)
-    client = NotebookClient(notebook, km=kernel_manager(python, tmp_path), timeout=900, startup_timeout=120)
+    client = NotebookClient(notebook, kernel_name=kernel_spec(python, tmp_path), timeout=900, startup_timeout=120)
     started = time.monotonic()
     try:
         client.execute(cwd=str(tmp_path / "content"), env=env)
     except CellExecutionError as error:
-        pytest.fail(f"{name} fails in a new Colab runtime (Python {COLAB_PYTHON}, Colab's versions):\n{error}",
+        pytest.fail(f"{name} fails in a new Colab runtime (Python {version}, Colab's versions):\n{error}",
                     pytrace=False)
     finally:
+        # From the runtime's folder: `helpers` is the clone's, whose server this is, not this checkout's.
         subprocess.run([python, "-c", "from helpers.server.control import stop_server; stop_server()"], env=env,
-                       capture_output=True, timeout=60)
+                       cwd=tmp_path / "content", capture_output=True, timeout=60)
     total = time.monotonic() - started
     code = [cell for cell in notebook.cells if cell.cell_type == "code"]
     errors = [output for cell in code for output in cell.outputs if output.output_type == "error"]
@@ -196,7 +200,7 @@ def test_the_notebook_runs_in_a_new_colab_runtime(name, image, wheel_at_hand, ba
     assert not re.search(r"building wheel for llama|from source", setup, re.IGNORECASE), setup
     assert "backend: embedded" in setup
     installed = re.findall(rf"^\[(\d\d:\d\d)\] done: {re.escape(prebuilt)}$", setup, re.MULTILINE)
-    print(f"\n{name} on Python {COLAB_PYTHON}: {total:.0f} s in all, the setup cell {seconds(code[0]):.0f} s "
+    print(f"\n{name} on Python {version}: {total:.0f} s in all, the setup cell {seconds(code[0]):.0f} s "
           f"(llama-cpp-python from the wheel at hand in {installed[0] if installed else '?'})")
 
 
@@ -206,8 +210,10 @@ def test_the_pasted_widget_is_found():
 
 
 def test_nothing_imports_what_the_matrix_leaves_out():
-    sources = {path: path.read_text() for path in [*ROOT.glob("helpers/**/*.py"), *ROOT.glob("notebooks/solutions/*.py")]}
+    modules = [*ROOT.glob("helpers/**/*.py"), *ROOT.glob("notebooks/solutions/*.py")]
+    sources = {path: path.read_text() for path in modules}
     for path in notebooks(ROOT):
         sources[path] = "\n".join(cell.source for cell in nbformat.read(path, as_version=4).cells
                                   if cell.cell_type == "code")
-    assert not {str(path.relative_to(ROOT)): HEAVY.findall(text) for path, text in sources.items() if HEAVY.search(text)}
+    found = {str(path.relative_to(ROOT)): HEAVY.findall(text) for path, text in sources.items() if HEAVY.search(text)}
+    assert not found
