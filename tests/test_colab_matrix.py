@@ -42,9 +42,6 @@ NOTEBOOKS = [path.name for path in notebooks(ROOT)]
 # Every notebook on the Python a badge opens; on the older runtime a reader can pin, the setup path and a first
 # guided call (notebook 00), which is where a Python or numpy difference would show first, for a minute more.
 MATRIX = [*((COLAB_PYTHON, name) for name in NOTEBOOKS), (PINNABLE_PYTHON, NOTEBOOKS[0])]
-# How llama-cpp-python's release workflow builds the Linux wheels its CPU index serves: a portable x86-64 baseline.
-# A native build of this machine would differ, and where the CPU has AMX it crashes in llama.cpp's AMX kernels here.
-PORTABLE = "-DGGML_NATIVE=off"
 WHEEL_CACHE = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache"), "structured-outputs-workshop", "wheels")
 # Code the prose asks the reader to paste and run: it needs a live kernel, so the committed notebook does not run it.
 PASTED = re.compile(r"```python\n(.*?)```", re.DOTALL)
@@ -99,17 +96,18 @@ def image(tmp_path_factory) -> Callable[[str], Path]:
 
 @pytest.fixture(scope="module")
 def wheel_at_hand(tmp_path_factory) -> Path:
-    """A folder standing in for the CPU index: the pinned llama-cpp-python wheel, built as its authors build the
-    index's (PORTABLE). pip's own cache cannot hold it, since it would serve this machine's native build under the
-    same name, so the wheel is kept in WHEEL_CACHE: the first run on a machine builds it from source (minutes)."""
+    """A folder standing in for the CPU index: the pinned llama-cpp-python wheel, built as its authors' release
+    workflow builds the index's, portably (install.PORTABLE_BUILD). pip's own cache cannot be trusted to hold that
+    build, as its key ignores CMAKE_ARGS (a native build made earlier has the same name), so the wheel is kept in
+    WHEEL_CACHE: the first run on a machine builds it from source (minutes)."""
     (pinned,) = install.pins([install.LLAMA_CPP])
     name = pinned.replace("-", "_").replace("==", "-")
     if not (cached := sorted(WHEEL_CACHE.glob(f"{name}-py3-none-*.whl"))):
         building = tmp_path_factory.mktemp("building")
         started = time.monotonic()
         subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-cache-dir", pinned, "-w", building],
-                       check=True, capture_output=True, env={**os.environ, "CMAKE_ARGS": PORTABLE})
-        print(f"\nbuilt {pinned} from source, {PORTABLE}: {time.monotonic() - started:.0f} s")
+                       check=True, capture_output=True, env={**os.environ, "CMAKE_ARGS": install.PORTABLE_BUILD})
+        print(f"\nbuilt {pinned} from source, {install.PORTABLE_BUILD}: {time.monotonic() - started:.0f} s")
         WHEEL_CACHE.mkdir(parents=True, exist_ok=True)
         cached = [Path(shutil.move(wheel, WHEEL_CACHE)) for wheel in building.glob(f"{name}-py3-none-*.whl")]
     assert cached, f"pip built no py3-none wheel of {pinned}, as the index serves one for every CPython"
