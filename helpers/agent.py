@@ -44,6 +44,7 @@ from helpers.instruction import typing_asked_for
 from helpers.ladder import Contract, LadderRecord, Reply, climb, model_repair, step_fallback
 from helpers.loop import (EVICTED, ModelPolicy, Policy, Proposal, Turn, apply_step, observation_message,
                           per_screen_schema, system_prompt, tool_output_message, trim_to_last_n_images)
+from helpers.pipeline import total_usage
 from helpers.steps import STEP_SCHEMA, STEP_TOKENS, Step, model_errors
 from helpers.world.effects import Ledger
 from helpers.world.screen import CATALOG, CampusStore
@@ -211,10 +212,9 @@ class Episode:
 
 
 def _tokens(usages: list[dict | None]) -> int | None:
-    """Total tokens of the turn's calls; None when a call reported none (never fake zeros)."""
-    if any(u is None for u in usages):
-        return None
-    return sum(u.get("total_tokens") or 0 for u in usages)
+    """Total tokens of the calls; None when a call reported none (never fake zeros)."""
+    summed = total_usage(usages)
+    return None if summed is None else summed["total_tokens"]
 
 
 def side_effect_records(task: Task, app: CampusStore, ledger: Ledger, since: int = 0) -> list[dict]:
@@ -307,7 +307,7 @@ def run_episode(policy: Policy, task: Task, seed: int = 0, config: str = "govern
                                   proposal.finish_reason, rung=rung, decision=verdict, side_effects=new_effects,
                                   allowed_calls=options))
         if tracer is not None and decision is not None:
-            tracer.write(number, proposal.raw, ladder, decision, seconds, _sum_usage(turn_usages), new_effects)
+            tracer.write(number, proposal.raw, ladder, decision, seconds, total_usage(turn_usages), new_effects)
         grounding.last_call = step["tool_call"] if step else None
         grounding.stuck = step is None or rung == "fallback" or (decision is not None and not decision.allowed)
         ended = _ending(step, decision, governed)
@@ -330,13 +330,6 @@ def run_episode(policy: Policy, task: Task, seed: int = 0, config: str = "govern
 
 def _share(flags: list[bool]) -> float | None:
     return round(sum(flags) / len(flags), 3) if flags else None
-
-
-def _sum_usage(usages: list[dict | None]) -> dict | None:
-    if any(u is None for u in usages):
-        return None
-    keys = ("prompt_tokens", "completion_tokens", "total_tokens")
-    return {k: sum(u.get(k) or 0 for u in usages) for k in keys}
 
 
 def _ending(step: dict | None, decision: Decision | None, governed: bool) -> str | None:

@@ -121,13 +121,16 @@ def same_goal(a: dict, b: dict) -> bool:
 
 
 def typing_wanted(task: Task, app: CampusStore) -> dict[str, tuple[str, ...]]:
-    """What the task wants typed, by box: credentials into their own boxes, a product's name into the search
-    box, the quantity into its box."""
-    boxes: dict[str, tuple[str, ...]] = {"Search products": tuple(task.products)}
-    if task.kind in SIGNING_IN:
-        boxes |= {"Username": (app.username,), "Password": (app.password,)}
-    if task.kind in ORDERING:
-        boxes["Quantity"] = (str(task.quantity),)
+    """What the task wants typed, by box, read off its goal: credentials into their own boxes, a product's name
+    into the search box, the quantity into its box."""
+    goal = task_goal(task, app)
+    order = goal["order"]
+    products = [*([order["product"]] if order else []), *(lookup["product"] for lookup in goal["find"])]
+    boxes: dict[str, tuple[str, ...]] = {"Search products": tuple(dict.fromkeys(products))}
+    if goal["sign_in"]:
+        boxes |= {"Username": (goal["username"],), "Password": (goal["password"],)}
+    if order:
+        boxes["Quantity"] = (str(order["quantity"]),)
     return boxes
 
 
