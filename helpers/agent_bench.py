@@ -103,6 +103,11 @@ def chart(summary: dict[str, dict], path: Path, title: str) -> None:
     plt.close(fig)
 
 
+def portable(arguments: list[str]) -> str:
+    """A command line as it can be committed: a path is kept by its file name, never this machine's folders."""
+    return " ".join(Path(a).name if Path(a).is_absolute() else a for a in arguments)
+
+
 def report_files(sources: list[Path], json_path: Path | None, chart_path: Path | None) -> None:
     """One table (and chart, and JSON) for the episodes of several runs, for example one run per configuration."""
     runs = [json.loads(source.read_text()) for source in sources]
@@ -116,7 +121,7 @@ def report_files(sources: list[Path], json_path: Path | None, chart_path: Path |
     print(table(summary))
     # A merged file can be merged again: its runs are listed under "from" already.
     meta = {"from": [entry for source, run in zip(sources, runs)
-                     for entry in run["meta"].get("from", [{"file": str(source), **run["meta"]}])]}
+                     for entry in run["meta"].get("from", [{"file": source.name, **run["meta"]}])]}
     if json_path:
         json_path.write_text(json.dumps({"episodes": records, "summary": summary, "meta": meta}, indent=1))
     if chart_path:
@@ -172,7 +177,7 @@ def main(argv: list[str] | None = None) -> None:
                 episodes.append(episode)
                 print(episode_line(episode), flush=True)
     summary = summarize([e.record() for e in episodes])
-    command = "python -m helpers.agent_bench " + " ".join(argv if argv is not None else sys.argv[1:])
+    command = "python -m helpers.agent_bench " + portable(argv if argv is not None else sys.argv[1:])
     print(f"\n{command}  ({time.perf_counter() - started:.0f} s)")
     print(table(summary))
     meta = {"command": command, "policy": args.policy, "backend": backend, "model": conn.model if conn else None,

@@ -52,7 +52,10 @@ def test_earlier_runs_are_reported_together(tmp_path, capsys):
     capsys.readouterr()
     main(["--from", str(first), str(second), "--json", str(tmp_path / "both.json")])
     assert "| measure | bare | governed |" in capsys.readouterr().out
-    assert len(json.loads((tmp_path / "both.json").read_text())["episodes"]) == 2
+    both = json.loads((tmp_path / "both.json").read_text())
+    assert len(both["episodes"]) == 2
+    assert str(tmp_path) not in json.dumps(both["meta"])  # committed results name no folder of this machine
+    assert [run["file"] for run in both["meta"]["from"]] == ["a.json", "b.json"]
 
 
 def test_more_seeds_join_an_earlier_run_but_the_same_episode_twice_does_not(tmp_path, capsys):
