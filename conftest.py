@@ -34,6 +34,6 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
-    from helpers.server.control import stop_server
+    from helpers.runtime.embedded import stop_server
 
     stop_server(int(os.environ["WORKSHOP_PORT"]))

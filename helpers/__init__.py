@@ -16,15 +16,17 @@ earlier ones (a test walks the imports). Everything that is not a lesson lives i
 | 04       | `pipeline`     | the campus assistant end to end: ask, ladder, harness                      |
 | 05       | `compare`      | prompt-only against guided decoding in every dialect: `python -m helpers.compare` |
 | 05       | `mask_view`    | per token, what the grammar allowed                                        |
+| 05       | `decoding_bench` | what guided decoding costs the embedded server: `python -m helpers.decoding_bench` |
 | 06       | `goal`         | the user's goal: read by the model, confirmed by the user                  |
 | 06       | `grounding`    | schemas built from the context each turn: constraints, and a hand-written tier |
+| 06       | `replay`       | fixed reply scripts, labelled as such, to try the harness with             |
 | 06       | `agent`        | the Holo3 loop governed by the harness                                     |
 | 06       | `agent_bench`  | the configurations side by side: `python -m helpers.agent_bench`          |
 
 | subpackage  | what it holds                                                                          |
 |-------------|----------------------------------------------------------------------------------------|
-| `world`     | the simulated store, its tasks, side effects, the simulated user, scripted and replayed policies |
-| `runtime`   | choosing a backend and its dialect, installing, the notebooks' setup, publishing, paths |
+| `world`     | the simulated store, its tasks, side effects, the simulated user, the scripted policy  |
+| `runtime`   | choosing a backend and its dialect, the embedded server's facts and process, installing, the notebooks' setup, publishing, paths |
 | `server`    | the embedded model's OpenAI-compatible HTTP server                                     |
 | `exercises` | the checks behind each notebook's exercises                                            |
 """

@@ -9,7 +9,9 @@ instruction) and the user confirms it or not; refused twice, the run ends by ask
             -> dispatch only if allowed
             -> the result, or the harness's verdict, goes back as a <tool_output> message
 
-Budgets come from the real `usage` of every call, and every turn is one JSONL trace line. The same
+The turns are notebook 03's loop (`helpers.loop.run_turns`); what a configuration changes is the schema each turn
+sends and what a turn does with the reply (`Run`). Budgets count every call, the goal step's too, by the `usage`
+it reports or, where a server reports none, by an estimate; every governed turn is one JSONL trace line. The same
 function runs the ungoverned configurations too, so that one benchmark compares them all:
 
 | config        | goal                       | schema sent each turn                          | ladder | harness + user |
@@ -25,7 +27,6 @@ labelled `scripted` in the episode.
 """
 from __future__ import annotations
 
-import base64
 import json
 import re
 import time
@@ -39,11 +40,11 @@ from jsonschema.exceptions import best_match
 
 from helpers.goal import GOAL_TOKENS, Goal, goal_messages, goal_schema, refusal_message
 from helpers.grounding import HANDWRITTEN, NARROWINGS, Grounding, allowed_calls, grounded_step_schema
-from helpers.harness import Context, Decision, Tracer, User, governed_turn, record_effects
-from helpers.instruction import typing_asked_for
-from helpers.ladder import Contract, LadderRecord, Reply, climb, model_repair, step_fallback
-from helpers.loop import (EVICTED, ModelPolicy, Policy, Proposal, Turn, apply_step, observation_message,
-                          per_screen_schema, system_prompt, tool_output_message, trim_to_last_n_images)
+from helpers.harness import Context, Tracer, User, exhausted, governed_turn, record_effects
+from helpers.instruction import Instruction
+from helpers.ladder import Contract, Reply, climb, model_repair, step_fallback
+from helpers.loop import (EVICTED, Acted, ModelPolicy, Policy, Proposal, Turn, apply_step, per_screen_schema,
+                          run_turns, system_prompt, tool_output_message)
 from helpers.pipeline import total_usage
 from helpers.steps import STEP_SCHEMA, STEP_TOKENS, Step, model_errors
 from helpers.world.effects import Ledger
@@ -143,6 +144,7 @@ class GoalReading:
     confirmed: bool | None
     replies: list[str] = field(default_factory=list)
     usages: list[dict | None] = field(default_factory=list)
+    prompt: list[dict] = field(default_factory=list)  # the goal step's last prompt: what an estimate counts
 
 
 def parse_goal(raw: str, schema: dict) -> Goal | None:
@@ -166,6 +168,7 @@ def read_goal(policy: Policy, task: Task, app: CampusStore, text: str, user: Use
         return GoalReading(goal, "scripted", confirmed)
     messages, reading = goal_messages(text, schema), GoalReading(None, "model", None)
     for _ in range(2):
+        reading.prompt = messages
         proposal = policy.propose(messages, app, schema, max_tokens=GOAL_TOKENS)
         reading.replies.append(proposal.raw)
         reading.usages.append(proposal.usage)
@@ -210,11 +213,49 @@ class Episode:
         """The episode without its turns: what the benchmark's JSON holds."""
         return {k: v for k, v in asdict(self).items() if k != "turns"}
 
+    def read(self, reading: GoalReading | None) -> int:
+        """Note the goal step; returns the tokens it spent, which count toward the episode's budget."""
+        if reading is None:
+            return 0
+        self.goal = reading.goal.model_dump() if reading.goal else None
+        self.goal_source, self.goal_confirmed, self.goal_reads = reading.source, reading.confirmed, len(reading.replies)
+        self.goal_tokens = _tokens(reading.usages)
+        return spent([(usage, reading.prompt, reply) for usage, reply in zip(reading.usages, reading.replies)])
+
+    def finish(self, task: Task, app: CampusStore, side_effects: list[dict], run: Run, user: User,
+               started: float) -> None:
+        """Fill in how the episode ended: its side effects, success (the task done and nothing unwanted), cost."""
+        self.steps, self.side_effects = len(self.turns), list(side_effects)
+        self.repairs, self.fallbacks = run.repairs, run.fallbacks
+        self.rejections = dict(Counter(t.decision["cause"] for t in self.turns if t.decision and not t.decision["allowed"]))
+        self.single_option_steps = run.single_option_steps
+        if self.outcome == "answered":
+            self.answer = self.turns[-1].step["tool_call"]["content"]
+        unwanted = sum(e["executed"] and not e["wanted"] for e in self.side_effects)
+        self.success = succeeded(task, app, self.answer) and unwanted == 0
+        self.tokens = _tokens(run.usages)
+        self.seconds = round(time.perf_counter() - started, 3)
+        self.user_questions = list(getattr(user, "questions", []))
+
 
 def _tokens(usages: list[dict | None]) -> int | None:
     """Total tokens of the calls; None when a call reported none (never fake zeros)."""
     summed = total_usage(usages)
     return None if summed is None else summed["total_tokens"]
+
+
+def estimated_tokens(prompt: list[dict], reply: str) -> int:
+    """What a call cost when its server reported no usage: about four characters a token, counted over the text
+    the prompt holds (an image part counts nothing: an estimate that errs low) and the reply."""
+    text = [part.get("text", "") if isinstance(part, dict) else "" for m in prompt
+            for part in (m["content"] if isinstance(m.get("content"), list) else [{"text": m.get("content") or ""}])]
+    return -(-(sum(map(len, text)) + len(reply)) // 4)
+
+
+def spent(calls: list[tuple[dict | None, list[dict], str]]) -> int:
+    """The tokens a budget counts for these calls (usage, prompt, reply): the reported total, else an estimate; a
+    backend that reports no usage still exhausts the budget."""
+    return sum(usage["total_tokens"] if usage else estimated_tokens(prompt, reply) for usage, prompt, reply in calls)
 
 
 def side_effect_records(task: Task, app: CampusStore, ledger: Ledger, since: int = 0) -> list[dict]:
@@ -233,127 +274,111 @@ def side_effect_records(task: Task, app: CampusStore, ledger: Ledger, since: int
     return records
 
 
+@dataclass
+class Run:
+    """One episode's turn, as the configuration plays it: the schema each turn sends, then either the harness's
+    one pass (governed) or notebook 03's direct turn. Keeps the usage of every call and what the narrowings read."""
+
+    config: str
+    app: CampusStore
+    ctx: Context
+    user: User
+    grounding: Grounding
+    messages: list[dict]
+    narrowings: Iterable[str] = NARROWINGS
+    repair: Callable[[dict], Callable[[list[dict]], Reply]] | None = None
+    tracer: Tracer | None = None
+    usages: list[dict | None] = field(default_factory=list)
+    single_option_steps: int = 0
+    repairs: int = 0
+    fallbacks: int = 0
+
+    def schema(self, app: CampusStore) -> dict:
+        self.grounding.observe(app)
+        return schema_for(self.config, app, self.grounding, self.narrowings)
+
+    def act(self, proposal: Proposal, schema: dict) -> Acted:
+        options = allowed_calls(schema)
+        self.single_option_steps += options == 1
+        before = len(self.ctx.ledger.entries)
+        acted = self._governed(proposal, schema, before) if self.config in GOVERNED else self._direct(proposal, schema)
+        acted.side_effects, acted.allowed_calls = self.ctx.ledger.records()[before:], options
+        self.grounding.last_call = acted.step["tool_call"] if acted.step else None
+        self.grounding.stuck = acted.step is None or acted.rung == "fallback" or \
+            (acted.decision is not None and not acted.decision["allowed"])
+        return acted
+
+    def _governed(self, proposal: Proposal, schema: dict, before: int) -> Acted:
+        """The repair ladder, then the harness's one pass; every call's tokens count toward the budget."""
+        started = time.perf_counter()
+        ladder = climb(proposal.raw, turn_contract(schema), self.repair(schema) if self.repair else None)
+        calls = [(proposal.usage, self.messages, proposal.raw),
+                 *((usage, self.messages, ladder.repair_raw or "") for usage in ladder.usage)]
+        self.usages += [usage for usage, _, _ in calls]
+        self.ctx.tokens_used += spent(calls)
+        self.repairs, self.fallbacks = self.repairs + ladder.repair_attempted, self.fallbacks + ladder.fallback_used
+        step, decision, output = governed_turn(ladder.data, self.app, self.ctx, self.user)
+        self.messages.append({"role": "assistant", "content": Step.model_validate(step).model_dump_json()})
+        if output:
+            self.messages.append({"role": "user", "content": output})
+        if self.tracer is not None:
+            self.tracer.write(self.ctx.steps_used - 1, proposal.raw, ladder, decision,
+                              proposal.seconds + time.perf_counter() - started,
+                              total_usage([usage for usage, _, _ in calls]), self.ctx.ledger.records()[before:])
+        verdict = {"allowed": decision.allowed, "cause": decision.cause, "message": decision.message}
+        return Acted(step, output, rung=ladder.rung, decision=verdict)
+
+    def _direct(self, proposal: Proposal, schema: dict) -> Acted:
+        """Notebook 03's turn: a valid step runs at once. Nobody approves anything, so no order counts as asked for;
+        typing counts as asked for when the instruction spells it out for that box."""
+        self.usages.append(proposal.usage)
+        if problems := schema_problems(proposal.raw, schema):
+            error = f"invalid step: {problems[0]}"
+            self.messages += [{"role": "assistant", "content": proposal.raw}, tool_output_message("error", error)]
+            return Acted(None, error, rung="invalid")
+        since = len(self.app.effects)
+        step, _, result = apply_step(proposal, self.app, self.messages)
+        record_effects(self.app, since, self.ctx,
+                       lambda e: not e.irreversible and self.ctx.asked_for.typing_allowed(e.text, e.field)[0])
+        return Acted(step, result, rung="valid")
+
+
 def run_episode(policy: Policy, task: Task, seed: int = 0, config: str = "governed",
                 make_user: Callable[[Task, CampusStore], User] = SimulatedUser,
                 repair: Callable[[dict], Callable[[list[dict]], Reply]] | None = None,
                 max_steps: int = MAX_STEPS, keep_images: int = 3, tracer: Tracer | None = None,
                 narrowings: Iterable[str] = NARROWINGS, ledger: Ledger | None = None) -> Episode:
-    """Run `policy` on `task` in one configuration until it answers, aborts or runs out of steps.
+    """Run `policy` on `task` in one configuration until it answers, aborts or runs out of budget: the goal step
+    (when the configuration reads one), then notebook 03's loop with this configuration's turn.
 
     `ledger` holds the side effects of an earlier run, kept across a restart: an irreversible one it holds as
-    executed is refused, not repeated (governed). By default the episode starts a ledger of its own.
-
-    `repair(schema)` gives the ladder's repair function for a turn (governed only; None: no repair call).
-    `make_user(task, app)` is who approves side effects and answers questions (governed only; by default the
-    task's simulated user).
+    executed is refused, not repeated (governed). `repair(schema)` gives the ladder's repair function for a turn
+    (governed only). `make_user(task, app)` is who approves side effects and answers questions (governed only).
     """
-    app = start_app(task, seed)
-    text = instruction(task, app)
-    governed = config in GOVERNED
-    user = make_user(task, app)
+    app, started = start_app(task, seed), time.perf_counter()
+    text, governed, user = instruction(task, app), config in GOVERNED, make_user(task, app)
     episode = Episode(config, task.id, seed, policy.name, text)
-    started = time.perf_counter()
-    usages: list[dict | None] = []
     reading = read_goal(policy, task, app, text, user if governed else None) if config in READS_GOAL else None
-    if reading is not None:
-        usages += reading.usages
-        episode.goal = reading.goal.model_dump() if reading.goal else None
-        episode.goal_source, episode.goal_confirmed, episode.goal_reads = \
-            reading.source, reading.confirmed, len(reading.replies)
-        episode.goal_tokens = _tokens(reading.usages)
-    ctx = Context(effects_of=app.effects_of, user=user, instruction=text, max_steps=max_steps,
-                  max_tokens=TOKEN_BUDGET, max_cost_usd=COST_BUDGET_USD,
-                  goal=reading.goal if governed and reading.confirmed else None,
-                  ledger=ledger if ledger is not None else Ledger())
+    ctx = Context(effects_of=app.effects_of, user=user, asked_for=reading.goal if governed else Instruction(text),
+                  ledger=ledger if ledger is not None else Ledger(), max_steps=max_steps, max_tokens=TOKEN_BUDGET,
+                  max_cost_usd=COST_BUDGET_USD, tokens_used=episode.read(reading))
     earlier = len(ctx.ledger.entries)
-    grounding = Grounding(text, reading.goal if reading is not None else None)
-    messages: list[dict] = [{"role": "system", "content": system_prompt()}, {"role": "user", "content": f"Task: {text}"}]
-    confirmed = not governed or reading.confirmed
-    if not confirmed:
+    messages = [{"role": "system", "content": system_prompt()}, {"role": "user", "content": f"Task: {text}"}]
+    run = Run(config, app, ctx, user, Grounding(text, reading.goal if reading else None), messages, narrowings,
+              repair, tracer, usages=list(reading.usages) if reading else [])
+    if governed and not reading.confirmed:
         user.reply("I could not read your instruction into a goal you confirmed. What exactly should I do?")
         episode.outcome = "goal not confirmed: asked the user"
-    for number in range(max_steps if confirmed else 0):
-        screenshot, screen = base64.b64encode(app.png()).decode(), app.accessibility_tree()
-        messages = evict_screen_text(trim_to_last_n_images([*messages, observation_message(app)], keep_images))
-        grounding.observe(app)
-        schema = schema_for(config, app, grounding, narrowings)
-        options = allowed_calls(schema)
-        episode.single_option_steps += options == 1
-        turn_started = time.perf_counter()
-        proposal = policy.propose(messages, app, schema)
-        before = len(ctx.ledger.entries)
-        if governed:
-            ladder = climb(proposal.raw, turn_contract(schema), repair(schema) if repair else None)
-            turn_usages = [proposal.usage, *ladder.usage]
-            ctx.steps_used, ctx.tokens_used = number, ctx.tokens_used + (_tokens(turn_usages) or 0)
-            step, decision, output = governed_turn(ladder.data, app, ctx, user)
-            messages.append({"role": "assistant", "content": Step.model_validate(step).model_dump_json()})
-            if output:
-                messages.append({"role": "user", "content": output})
-            rung, verdict = ladder.rung, {"allowed": decision.allowed, "cause": decision.cause,
-                                          "message": decision.message}
-            episode.repairs += ladder.repair_attempted
-            episode.fallbacks += ladder.fallback_used
-            if not decision.allowed:
-                episode.rejections[decision.cause] = episode.rejections.get(decision.cause, 0) + 1
-        else:
-            turn_usages, ladder, decision, verdict = [proposal.usage], None, None, None
-            step, output = _direct_turn(proposal, schema, app, ctx, messages)
-            rung = "valid" if step else "invalid"
-        usages += turn_usages
-        seconds = time.perf_counter() - turn_started
-        new_effects = [entry.record() for entry in ctx.ledger.entries[before:]]
-        episode.turns.append(Turn(screen, screenshot, proposal.raw, step, output, round(seconds, 3), proposal.usage,
-                                  proposal.finish_reason, rung=rung, decision=verdict, side_effects=new_effects,
-                                  allowed_calls=options))
-        if tracer is not None and decision is not None:
-            tracer.write(number, proposal.raw, ladder, decision, seconds, total_usage(turn_usages), new_effects)
-        grounding.last_call = step["tool_call"] if step else None
-        grounding.stuck = step is None or rung == "fallback" or (decision is not None and not decision.allowed)
-        ended = _ending(step, decision, governed)
-        if ended:
-            episode.outcome = ended
-            if ended == "answered":
-                episode.answer = step["tool_call"]["content"]
-            break
     else:
-        episode.outcome = episode.outcome or "step budget exhausted"
-    episode.steps = len(episode.turns)
-    episode.side_effects = side_effect_records(task, app, ctx.ledger, since=earlier)
-    unwanted = sum(e["executed"] and not e["wanted"] for e in episode.side_effects)
-    episode.success = succeeded(task, app, episode.answer) and unwanted == 0
-    episode.tokens = _tokens(usages)
-    episode.seconds = round(time.perf_counter() - started, 3)
-    episode.user_questions = list(getattr(user, "questions", []))
+        episode.turns, episode.outcome = run_turns(
+            policy, app, messages, run.act, max_steps, keep_images, schema_for=run.schema, forget=evict_screen_text,
+            halt=(lambda: exhausted(ctx)) if governed else (lambda: None))
+    episode.finish(task, app, side_effect_records(task, app, ctx.ledger, since=earlier), run, user, started)
     return episode
 
 
 def _share(flags: list[bool]) -> float | None:
     return round(sum(flags) / len(flags), 3) if flags else None
-
-
-def _ending(step: dict | None, decision: Decision | None, governed: bool) -> str | None:
-    if step is None:
-        return None
-    tool = step["tool_call"]["tool_name"]
-    if governed and (decision is None or not decision.allowed):
-        return None
-    return {"answer": "answered", "abort": "aborted"}.get(tool)
-
-
-def _direct_turn(proposal: Proposal, schema: dict, app: CampusStore, ctx: Context,
-                 messages: list[dict]) -> tuple[dict | None, str]:
-    """Notebook 03's turn: a valid step runs at once. Nobody approves anything, so no order counts as asked for;
-    typing counts as asked for when the instruction spells it out for that box."""
-    if problems := schema_problems(proposal.raw, schema):
-        error = f"invalid step: {problems[0]}"
-        messages += [{"role": "assistant", "content": proposal.raw}, tool_output_message("error", error)]
-        return None, error
-    since = len(app.effects)
-    step, _, result = apply_step(proposal, app, messages)
-    record_effects(app, since, ctx, lambda e: not e.irreversible and typing_asked_for(
-        ctx.instruction, e.text, e.field)[0])
-    return step, result
 
 
 def governed_repair(conn, max_tokens: int = STEP_TOKENS) -> Callable[[dict], Callable[[list[dict]], Reply]]:

@@ -2,19 +2,25 @@
 
 A parsed reply becomes one typed intent (final answer, tool request, clarification, plan update, abort);
 turning raw output into such typed intents is Layer 2, structured output, and the harness is what
-decides above it. A reply that expresses more than one intent, or a step with keys beside note, thought
-and tool_call, is refused: the harness never guesses. A tool request runs only after every check passes,
-in this order: the tool is declared, required arguments are present, types and values are valid, policy
-allows it, the caller's role may use it, and the budgets hold. Then its side effects, as the app itself
-describes them, are weighed: one that cannot be undone runs only once, and only if the user, asked by
-the harness, approves it. Every rejection is a typed `Decision` whose text goes back to the model as a
-`<tool_output>`.
+decides above it. `decide` runs `CHECKS`, an ordered list of small functions of (the proposal, the context),
+each returning a verdict or nothing; the first verdict wins. A reply that expresses more than one intent, or a
+step with keys beside note, thought and tool_call, is refused: the harness never guesses. A tool request runs
+only after every check passes, in this order: the tool is declared, required arguments are present, types and
+values are valid, policy allows it, what it types was asked for, the caller's role may use it, and the budgets
+hold. Then its side effects, as the app itself describes them, are weighed: one that cannot be undone runs only
+once, only if what the user asked for includes it, and only if the user, asked by the harness, approves it.
+Every rejection is a typed `Decision` whose text goes back to the model as a `<tool_output>`.
+
+`governed_turn` is the one pass a proposal takes: decide, try the step on a copy of the app and refuse an
+irreversible effect nobody approved (the prediction and the approval must agree), dispatch, record what ran in
+the ledger, and check, as a second line, that no more ran than was approved.
 
 Permission comes from the user and nowhere else: no text the model writes (a plan, a note, a thought, an
 answer) and no text on a screen can grant it, because the harness never reads them for that.
 """
 from __future__ import annotations
 
+import copy
 import json
 import re
 from collections import Counter
@@ -23,7 +29,6 @@ from pathlib import Path
 from typing import Any, Callable, Protocol
 
 from helpers.contract import is_fallback
-from helpers.instruction import typing_asked_for
 from helpers.loop import execute, tool_output_message
 from helpers.steps import TOOL_MODELS, IntentKind, Step, model_errors
 from helpers.world.effects import Effect, Ledger
@@ -52,11 +57,10 @@ class User(Protocol):
     def reply(self, question: str) -> str: ...
 
 
-class ConfirmedGoal(Protocol):
-    """What the user confirmed they asked for (notebook 06 builds one): what may be typed where, and which
-    irreversible effects were asked for at all."""
-
-    def describe(self) -> str: ...
+class AskedFor(Protocol):
+    """What the user asked for, as the harness consults it: what may be typed into which box, and which
+    irreversible effects were asked for at all. This notebook reads it off the instruction
+    (`helpers.instruction.Instruction`); whoever builds the context may hand in another."""
 
     def typing_allowed(self, text: str, box: str) -> tuple[bool, str]: ...
 
@@ -88,18 +92,21 @@ class Decision:
         verdict = "allowed" if self.allowed else f"rejected ({self.cause})"
         return f'<tool_output tool="harness">\n{verdict}: {self.message}\n</tool_output>'
 
+    def approved(self) -> Counter:
+        """How many times each irreversible effect may run under this decision: once per approved effect."""
+        return Counter(e.key for e in self.effects if e.irreversible and e.key in self.asked)
+
 
 @dataclass
 class Context:
     """What the checks need beyond the intent: who asks, what the app says an action would change, the user
-    who may approve it, what the user asked for (the instruction, or the goal they confirmed, which then decides),
-    the ledger of side effects, the budgets."""
+    who may approve it, what the user asked for, the ledger of side effects, the budgets. `steps_used` counts
+    the proposals the harness has decided; `tokens_used` is kept by whoever calls the model."""
 
     role: str = "shopper"
     effects_of: Callable[[str, dict], list[Effect]] | None = None
     user: User | None = None
-    instruction: str | None = None
-    goal: ConfirmedGoal | None = None
+    asked_for: AskedFor | None = None
     ledger: Ledger = field(default_factory=Ledger)
     max_steps: int = 12
     max_tokens: int = 40_000
@@ -107,6 +114,28 @@ class Context:
     usd_per_1k_tokens: float = 0.0005
     steps_used: int = 0
     tokens_used: int = 0
+
+
+@dataclass
+class Proposed:
+    """What the harness read from a reply: the parsed data and every intent it expresses. For a single declared
+    and valid tool request, `effects()` asks the app what it would change, once, when a check first needs it."""
+
+    data: Any
+    intents: list[Intent]
+    effects_of: Callable[[str, dict], list[Effect]] | None = None
+    predicted: list[Effect] | None = None
+
+    @property
+    def intent(self) -> Intent:
+        return self.intents[0]
+
+    def effects(self) -> list[Effect]:
+        if self.predicted is None:
+            model = TOOL_MODELS.get(self.intent.tool)
+            valid = model is not None and not model_errors(model, {"tool_name": self.intent.tool, **self.intent.args})
+            self.predicted = self.effects_of(self.intent.tool, self.intent.args) if valid and self.effects_of else []
+        return self.predicted
 
 
 def read_intents(data: Any) -> list[Intent]:
@@ -136,115 +165,178 @@ def unexpected_keys(data: dict) -> list[str]:
     return [] if "status" in data else [key for key in data if key not in STEP_KEYS]
 
 
-def decide(data: Any, ctx: Context) -> Decision:
-    """Whether the harness acts on this parsed reply, and if not, the typed reason.
-
-    A side effect that cannot be undone is put to `ctx.user`, described by the app (`ctx.effects_of`), not
-    by the model. Nothing else in the reply is read for permission.
-    """
-    intents = read_intents(data)
-    if not intents:
-        return Decision(False, "malformed_structure", "no intent found: send one object with a tool_call")
-    if len(intents) > 1:  # never guess which one was meant, and never let a side effect ride along
-        named = ", ".join(f"{i.kind}({i.tool})" for i in intents)
-        return Decision(False, "ambiguous_intent", f"one reply, {len(intents)} intents: {named}; send one "
-                        "tool_call and nothing beside it")
-    intent = intents[0]
-    if extra := unexpected_keys(data):
-        return Decision(False, "malformed_structure", f"unexpected key: {', '.join(extra)}; a step holds "
-                        f"{', '.join(STEP_KEYS)} and nothing else", intent)
-    if _silent_refusal(intent, data):
-        return Decision(False, "silent_refusal", "an empty or refusing answer is not a result: call abort(reason) "
-                        "to stop, or ask_user(question) if something is unclear", intent)
-    if intent.tool == "fallback":
-        return Decision(True, None, f"fallback delivered: {intent.args['cause']}", intent)
-    if intent.kind != "tool_request":
-        granted = "; it grants no permission" if intent.kind == "plan_update" else ""
-        return Decision(True, None, f"{intent.kind} accepted{granted}", intent)
-    effects = ctx.effects_of(intent.tool, intent.args) if ctx.effects_of and _declared_and_valid(intent) else []
-    problem = check_tool_request(intent, ctx, effects) or weigh_side_effects(effects, ctx)
-    if problem:
-        for effect in effects:
-            ctx.ledger.blocked(effect, problem[0])
-        return Decision(False, problem[0], problem[1], intent, effects)
-    asked = {e.key for e in effects if e.irreversible or ctx.instruction is not None or ctx.goal is not None}
-    return Decision(True, None, f"{intent.tool} may run", intent, effects, asked)
+def refuse(cause: str, message: str) -> Decision:
+    return Decision(False, cause, message)
 
 
-def _declared_and_valid(intent: Intent) -> bool:
-    model = TOOL_MODELS.get(intent.tool)
-    return model is not None and not model_errors(model, {"tool_name": intent.tool, **intent.args})
+def accept(message: str) -> Decision:
+    return Decision(True, None, message)
 
 
-def _silent_refusal(intent: Intent, data: dict) -> bool:
+# --- the checks, in order: each returns a verdict, or None to let the next one look -----------------------------
+
+def has_an_intent(p: Proposed, ctx: Context) -> Decision | None:
+    return None if p.intents else refuse("malformed_structure", "no intent found: send one object with a tool_call")
+
+
+def one_intent(p: Proposed, ctx: Context) -> Decision | None:
+    """Never guess which one was meant, and never let a side effect ride along."""
+    if len(p.intents) == 1:
+        return None
+    named = ", ".join(f"{i.kind}({i.tool})" for i in p.intents)
+    return refuse("ambiguous_intent", f"one reply, {len(p.intents)} intents: {named}; send one tool_call and "
+                  "nothing beside it")
+
+
+def step_keys_only(p: Proposed, ctx: Context) -> Decision | None:
+    if extra := unexpected_keys(p.data):
+        return refuse("malformed_structure", f"unexpected key: {', '.join(extra)}; a step holds "
+                      f"{', '.join(STEP_KEYS)} and nothing else")
+    return None
+
+
+def no_silent_refusal(p: Proposed, ctx: Context) -> Decision | None:
     """An empty or refusing final answer; the answer contract's status not_found is a refusal said out loud."""
-    content = str(intent.args.get("content", ""))
-    if intent.kind != "final_answer" or not REFUSAL.search(content):
-        return False
-    return not (content.strip() and data.get("status") == "not_found")
+    content = str(p.intent.args.get("content", ""))
+    if p.intent.kind != "final_answer" or not REFUSAL.search(content):
+        return None
+    if content.strip() and p.data.get("status") == "not_found":
+        return None
+    return refuse("silent_refusal", "an empty or refusing answer is not a result: call abort(reason) to stop, "
+                  "or ask_user(question) if something is unclear")
 
 
-def check_tool_request(intent: Intent, ctx: Context, effects: list[Effect] = ()) -> tuple[str, str] | None:
-    """The checks before any side effect, in order; the first failure as (cause, message), else None."""
-    model = TOOL_MODELS.get(intent.tool) if intent.tool in ACTIONS else None
-    if model is None:
-        return "unknown_tool", (f"tool {intent.tool!r} is not declared; declared tools: {', '.join(ACTIONS)}; "
-                                f"to finish, ask or stop: {', '.join(SPECIAL_TOOLS)}")
+def fallback_delivered(p: Proposed, ctx: Context) -> Decision | None:
+    return accept(f"fallback delivered: {p.intent.args['cause']}") if p.intent.tool == "fallback" else None
+
+
+def nothing_to_run(p: Proposed, ctx: Context) -> Decision | None:
+    """An answer, a question, a plan or an abort changes nothing in the world; a plan grants nothing either."""
+    if p.intent.kind == "tool_request":
+        return None
+    granted = "; it grants no permission" if p.intent.kind == "plan_update" else ""
+    return accept(f"{p.intent.kind} accepted{granted}")
+
+
+def declared_tool(p: Proposed, ctx: Context) -> Decision | None:
+    if p.intent.tool in ACTIONS:
+        return None
+    return refuse("unknown_tool", f"tool {p.intent.tool!r} is not declared; declared tools: {', '.join(ACTIONS)}; "
+                  f"to finish, ask or stop: {', '.join(SPECIAL_TOOLS)}")
+
+
+def required_arguments(p: Proposed, ctx: Context) -> Decision | None:
+    model = TOOL_MODELS[p.intent.tool]
     required = [n for n, f in model.model_fields.items() if f.is_required() and n != "tool_name"]
-    if missing := [n for n in required if n not in intent.args]:
-        return "missing_argument", f"{intent.tool} needs {', '.join(missing)}"
-    if errors := model_errors(model, {"tool_name": intent.tool, **intent.args}):
-        return "invalid_argument", "; ".join(errors)
-    if violation := policy_violation(intent):
-        return "policy_violation", violation
-    for effect in effects:
-        if effect.action != "type_text":
-            continue
-        if ctx.goal is not None:
-            asked, why = ctx.goal.typing_allowed(effect.text, effect.field)
-        elif ctx.instruction is not None:
-            asked, why = typing_asked_for(ctx.instruction, effect.text, effect.field)
-        else:
-            asked, why = True, ""
-        if not asked:
-            return "not_asked", why
-    if intent.tool not in ROLES.get(ctx.role, frozenset()):
-        return "permission_denied", f"the {ctx.role} role may not use {intent.tool}"
+    if missing := [n for n in required if n not in p.intent.args]:
+        return refuse("missing_argument", f"{p.intent.tool} needs {', '.join(missing)}")
+    return None
+
+
+def valid_arguments(p: Proposed, ctx: Context) -> Decision | None:
+    if errors := model_errors(TOOL_MODELS[p.intent.tool], {"tool_name": p.intent.tool, **p.intent.args}):
+        return refuse("invalid_argument", "; ".join(errors))
+    return None
+
+
+def within_policy(p: Proposed, ctx: Context) -> Decision | None:
+    tool, args = p.intent.tool, p.intent.args
+    for denied_tool, argument, pattern in DENY_LIST:
+        if tool == denied_tool and pattern.search(str(args.get(argument, ""))):
+            return refuse("policy_violation", f"{tool} with this {argument} is on the deny-list")
+    if tool == "write" and len(args["content"]) > MAX_TYPED_CHARACTERS:
+        return refuse("policy_violation",
+                      f"typing {len(args['content'])} characters; the limit is {MAX_TYPED_CHARACTERS}")
+    return None
+
+
+def typed_as_asked(p: Proposed, ctx: Context) -> Decision | None:
+    """Whatever is typed is what the user asked to have typed there (without a record of what was asked: anything)."""
+    if ctx.asked_for is None:
+        return None
+    for effect in p.effects():
+        if effect.action == "type_text":
+            asked, why = ctx.asked_for.typing_allowed(effect.text, effect.field)
+            if not asked:
+                return refuse("not_asked", why)
+    return None
+
+
+def role_allows(p: Proposed, ctx: Context) -> Decision | None:
+    if p.intent.tool in ROLES.get(ctx.role, frozenset()):
+        return None
+    return refuse("permission_denied", f"the {ctx.role} role may not use {p.intent.tool}")
+
+
+def exhausted(ctx: Context) -> str | None:
+    """Why the budgets allow no further step, or None; the loop asks this before it calls the model again."""
     if ctx.steps_used >= ctx.max_steps:
-        return "budget_exhausted", f"the step budget of {ctx.max_steps} is used up"
+        return f"the step budget of {ctx.max_steps} is used up"
     cost = ctx.tokens_used / 1000 * ctx.usd_per_1k_tokens
     if ctx.tokens_used > ctx.max_tokens or cost > ctx.max_cost_usd:
-        return "budget_exhausted", f"{ctx.tokens_used} tokens (${cost:.4f}) exceed the budget"
+        return f"{ctx.tokens_used} tokens (${cost:.4f}) exceed the budget"
     return None
 
 
-def policy_violation(intent: Intent) -> str | None:
-    args = intent.args
-    for tool, argument, pattern in DENY_LIST:
-        if intent.tool == tool and pattern.search(str(args.get(argument, ""))):
-            return f"{tool} with this {argument} is on the deny-list"
-    if intent.tool == "write" and len(args["content"]) > MAX_TYPED_CHARACTERS:
-        return f"typing {len(args['content'])} characters; the limit is {MAX_TYPED_CHARACTERS}"
+def within_budget(p: Proposed, ctx: Context) -> Decision | None:
+    return refuse("budget_exhausted", why) if (why := exhausted(ctx)) else None
+
+
+def not_repeated(p: Proposed, ctx: Context) -> Decision | None:
+    """An effect that cannot be undone runs once per ledger."""
+    for effect in p.effects():
+        if effect.irreversible and ctx.ledger.executed(effect.key):
+            return refuse("duplicate_side_effect", f"already done, not repeated: {effect.describe()}")
     return None
 
 
-def weigh_side_effects(effects: list[Effect], ctx: Context) -> tuple[str, str] | None:
-    """An effect that cannot be undone runs once per ledger, only when the confirmed goal (if any) asks for it, and
-    only when the user, asked now, approves."""
-    for effect in effects:
+def effect_asked_for(p: Proposed, ctx: Context) -> Decision | None:
+    """An effect that cannot be undone and that the user did not ask for is refused without asking."""
+    for effect in p.effects():
+        if effect.irreversible and ctx.asked_for is not None:
+            asked, why = ctx.asked_for.effect_allowed(effect)
+            if not asked:
+                return refuse("not_asked", f"{why}; refused without asking")
+    return None
+
+
+def user_approves(p: Proposed, ctx: Context) -> Decision | None:
+    """Last, so that the user is asked only about what nothing else refused."""
+    for effect in p.effects():
         if not effect.irreversible:
             continue
-        if ctx.ledger.executed(effect.key):
-            return "duplicate_side_effect", f"already done, not repeated: {effect.describe()}"
-        if ctx.goal is not None:
-            asked, why = ctx.goal.effect_allowed(effect)
-            if not asked:
-                return "not_asked", f"{why}; refused without asking"
         if ctx.user is None:
-            return "not_approved", f"{effect.describe()} cannot be undone, and there is no user to approve it"
+            return refuse("not_approved", f"{effect.describe()} cannot be undone, and there is no user to approve it")
         if not ctx.user.approve(effect):
-            return "not_approved", f"the user did not approve: {effect.describe()}"
+            return refuse("not_approved", f"the user did not approve: {effect.describe()}")
     return None
+
+
+Check = Callable[[Proposed, Context], "Decision | None"]
+CHECKS: tuple[Check, ...] = (
+    has_an_intent, one_intent, step_keys_only, no_silent_refusal, fallback_delivered, nothing_to_run,
+    declared_tool, required_arguments, valid_arguments, within_policy, typed_as_asked, role_allows,
+    within_budget, not_repeated, effect_asked_for, user_approves,
+)
+
+
+def decide(data: Any, ctx: Context, checks: tuple[Check, ...] = CHECKS) -> Decision:
+    """Whether the harness acts on this parsed reply, and if not, the typed reason: the first verdict of `checks`.
+
+    A side effect that cannot be undone is put to `ctx.user`, described by the app (`ctx.effects_of`), not
+    by the model. Nothing else in the reply is read for permission. An effect the checks looked at and refused
+    is entered in the ledger as blocked.
+    """
+    proposed = Proposed(data, read_intents(data), ctx.effects_of)
+    decision = next((verdict for check in checks if (verdict := check(proposed, ctx)) is not None), None) \
+        or accept(f"{proposed.intent.tool} may run")
+    decision.intent = proposed.intent if len(proposed.intents) == 1 else None
+    decision.effects = proposed.predicted or []
+    if decision.allowed:
+        decision.asked = {e.key for e in decision.effects if e.irreversible or ctx.asked_for is not None}
+    for effect in [] if decision.allowed else decision.effects:
+        ctx.ledger.blocked(effect, decision.cause)
+    return decision
 
 
 class Tracer:
@@ -284,22 +376,52 @@ def record_effects(app: CampusStore, since: int, ctx: Context, asked: Callable[[
         ctx.ledger.ran(effect, asked(effect))
 
 
+def unapproved(effects: list[Effect], decision: Decision) -> list[Effect]:
+    """The irreversible effects beyond what `decision` approved, counted: an order approved once and placed twice
+    has one too many."""
+    allowed, over = decision.approved(), []
+    for effect in effects:
+        if not effect.irreversible:
+            continue
+        if allowed[effect.key] > 0:
+            allowed[effect.key] -= 1
+        else:
+            over.append(effect)
+    return over
+
+
+def dry_run(step: Step, app: CampusStore) -> list[Effect]:
+    """The effects the step would have, read off a copy of the app that runs it: the app's own code, not its
+    description of itself (`effects_of`), which could be wrong."""
+    trial = copy.deepcopy(app)
+    since = len(trial.effects)
+    execute(step, trial)
+    return trial.effects[since:]
+
+
 def check_what_ran(executed: list[Effect], decision: Decision) -> None:
-    """Every irreversible effect that ran was approved: what the app did is a subset of what the user allowed. The
-    app predicts (`effects_of`) and records (`effects`) an effect with the same function, so this holds unless one
-    of them is wrong, and then nothing else may run."""
-    if unapproved := [e.describe() for e in executed if e.irreversible and e.key not in decision.asked]:
-        raise HarnessBreach(f"ran without approval: {'; '.join(unapproved)}")
+    """The second line: no irreversible effect ran more often than the user approved it. The first line (the dry
+    run in `governed_turn`) refuses such a step before it runs, so this fires only on a bug in the app or here."""
+    if over := unapproved(executed, decision):
+        raise HarnessBreach(f"ran without approval: {'; '.join(e.describe() for e in over)}")
 
 
 def governed_turn(data: dict, app: CampusStore, ctx: Context, user: User) -> tuple[dict, Decision, str]:
-    """Decide, then dispatch or refuse: the model's step never reaches the app but through the harness.
+    """One pass: decide, then dispatch or refuse; the model's step never reaches the app but through the harness.
 
     Returns the step, the harness's decision, and the text that goes back to the model ("" when the step ends the
     run: an answer or an abort). Every side effect the app reports is entered in `ctx.ledger`, asked for or not.
     """
     step = Step.model_validate(data)
     decision = decide(data, ctx)
+    ctx.steps_used += 1
+    if decision.allowed and decision.intent.kind == "tool_request":
+        if over := unapproved(dry_run(step, app), decision):
+            decision = Decision(False, "unapproved_effect", "the app would "
+                                f"{'; '.join(e.describe() for e in over)}, which the user did not approve",
+                                decision.intent, decision.effects)
+            for effect in over:
+                ctx.ledger.blocked(effect, decision.cause)
     if not decision.allowed:
         return step.model_dump(), decision, decision.tool_output()
     kind = decision.intent.kind

@@ -16,6 +16,9 @@ instruction into a typed goal that the user confirms (`helpers.goal`), and uses 
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
+
+from helpers.world.effects import Effect
 
 QUOTED = re.compile(r"(?<![\w])'([^']+)'(?![\w])|\"([^\"]+)\"")
 NUMBER = re.compile(r"(?<![\w.$])\d+(?![\w.])")
@@ -76,3 +79,17 @@ def typing_asked_for(instruction: str, text: str, field: str) -> tuple[bool, str
         return False, (f"'{text}' is not in the user's instruction; type only what it says: "
                        f"{', '.join(repr(p) for p in phrases(instruction)) or 'nothing'}")
     return True, ""
+
+
+@dataclass(frozen=True)
+class Instruction:
+    """What the user asked for, read off the instruction's words, as the harness consults it: typing as
+    `typing_asked_for` allows it; an effect that cannot be undone is left to the user, who is asked each time."""
+
+    text: str
+
+    def typing_allowed(self, text: str, box: str) -> tuple[bool, str]:
+        return typing_asked_for(self.text, text, box)
+
+    def effect_allowed(self, effect: Effect) -> tuple[bool, str]:
+        return True, ""

@@ -24,7 +24,7 @@ from helpers.world.screen import CLICKABLE, CampusStore
 from helpers.world.tasks import Task, instruction, start_app, succeeded
 
 EVICTED = "[screenshot evicted]"
-BUDGET_EXHAUSTED = "Step budget exhausted"
+BUDGET_EXHAUSTED = "step budget exhausted"
 SYSTEM_PROMPT = """You operate the Northfield Campus Store app for a user, one action per turn.
 Each turn you see the screen. Reply with one JSON object: "note" (new facts to remember for later steps, \
 or null), "thought" (one short sentence), and "tool_call" (one action). Click with x, y on a 0-1000 grid, \
@@ -78,6 +78,7 @@ class Proposal:
     usage: dict | None = None
     timings: dict | None = None
     finish_reason: str | None = None
+    seconds: float = 0.0  # how long the policy took to propose it (the loop times it)
 
 
 class Policy(Protocol):
@@ -179,35 +180,77 @@ def count_images(messages: list[dict]) -> int:
                for part in m["content"])
 
 
+@dataclass
+class Acted:
+    """What a turn made of the model's proposal: the step (None when it was not one) and what went back to the
+    model; under a harness (notebook 06) also the ladder's rung, the decision, the side effects it recorded, and
+    how many calls the turn's schema allowed."""
+
+    step: dict | None
+    tool_output: str
+    error: str | None = None
+    rung: str | None = None
+    decision: dict | None = None
+    side_effects: list[dict] = field(default_factory=list)
+    allowed_calls: int | None = None
+
+
+def ending(acted: Acted) -> str | None:
+    """How a turn ends the run: an answer or an abort that was carried out; None when the run goes on."""
+    if acted.step is None or (acted.decision is not None and not acted.decision["allowed"]):
+        return None
+    return {"answer": "answered", "abort": "aborted"}.get(acted.step["tool_call"]["tool_name"])
+
+
+def run_turns(policy: Policy, app: CampusStore, messages: list[dict], act: Callable[[Proposal, dict | None], Acted],
+              max_steps: int, keep_images: int = 3, screen_text: bool = True,
+              schema_for: Callable[[CampusStore], dict | None] = lambda app: None,
+              forget: Callable[[list[dict]], list[dict]] = lambda messages: messages,
+              halt: Callable[[], str | None] = lambda: None) -> tuple[list[Turn], str]:
+    """The loop every episode runs: observe, propose, act, until a step ends the run or the budget does.
+
+    `act(proposal, schema)` validates the proposal, runs it (or not) and extends `messages`; `schema_for(app)` is
+    the turn's schema (None: the policy's own); `forget` drops what an older turn's observation no longer needs;
+    `halt()` says why no further step may be asked for (a harness's budget). Returns the turns and the outcome:
+    answered, aborted, or why the budget stopped the run."""
+    turns: list[Turn] = []
+    for _ in range(max_steps):
+        if why := halt():
+            return turns, why
+        screenshot, screen = base64.b64encode(app.png()).decode(), app.accessibility_tree()
+        messages[:] = forget(trim_to_last_n_images([*messages, observation_message(app, screen_text)], keep_images))
+        schema, images = schema_for(app), count_images(messages)
+        started = time.perf_counter()
+        proposal = policy.propose(messages, app, schema)
+        proposal.seconds = time.perf_counter() - started
+        acted = act(proposal, schema)
+        turns.append(Turn(screen, screenshot, proposal.raw, acted.step, acted.tool_output,
+                          round(time.perf_counter() - started, 3), proposal.usage, proposal.finish_reason,
+                          error=acted.error, timings=proposal.timings, images_in_prompt=images,
+                          prompt_tokens=(proposal.usage or {}).get("prompt_tokens"), rung=acted.rung,
+                          decision=acted.decision, side_effects=acted.side_effects,
+                          allowed_calls=acted.allowed_calls))
+        if ended := ending(acted):
+            return turns, ended
+    return turns, BUDGET_EXHAUSTED
+
+
 def run_episode(policy: Policy, task: Task, seed: int = 0, max_steps: int = 12, keep_images: int = 3,
                 screen_text: bool = True, schema: dict = STEP_SCHEMA) -> Trajectory:
     """Run `policy` on `task` until it answers or the step budget runs out."""
     app = start_app(task, seed)
     text = instruction(task, app)
     record = Trajectory(task.id, seed, policy.name, text)
-    messages: list[dict] = [{"role": "system", "content": system_prompt(schema)},
-                            {"role": "user", "content": f"Task: {text}"}]
-    for _ in range(max_steps):
-        screenshot, screen = base64.b64encode(app.png()).decode(), app.accessibility_tree()
-        messages.append(observation_message(app, screen_text))
-        messages = trim_to_last_n_images(messages, keep_images)
-        images = count_images(messages)
-        started = time.perf_counter()
-        proposal = policy.propose(messages, app)
-        seconds = round(time.perf_counter() - started, 3)
-        step, error, result = apply_step(proposal, app, messages)
-        record.turns.append(Turn(screen, screenshot, proposal.raw, step, result, seconds, proposal.usage,
-                                 proposal.finish_reason, error=error, timings=proposal.timings,
-                                 images_in_prompt=images, prompt_tokens=(proposal.usage or {}).get("prompt_tokens")))
-        if step and step["tool_call"]["tool_name"] == "answer":
-            record.answer, record.outcome = step["tool_call"]["content"], "answered"
-            break
-        if step and step["tool_call"]["tool_name"] == "abort":
-            record.outcome = "aborted"
-            break
-    else:
-        record.outcome = BUDGET_EXHAUSTED
-    record.messages, record.success = messages, succeeded(task, app, record.answer)
+    record.messages = [{"role": "system", "content": system_prompt(schema)}, {"role": "user", "content": f"Task: {text}"}]
+
+    def act(proposal: Proposal, turn_schema: dict | None) -> Acted:
+        step, error, result = apply_step(proposal, app, record.messages)
+        return Acted(step, result, error)
+
+    record.turns, record.outcome = run_turns(policy, app, record.messages, act, max_steps, keep_images, screen_text)
+    if record.outcome == "answered":
+        record.answer = record.turns[-1].step["tool_call"]["content"]
+    record.success = succeeded(task, app, record.answer)
     return record
 
 

@@ -1,11 +1,11 @@
 import pytest
 
-from helpers.server import MODEL_ID
+from helpers.runtime.embedded import MODEL_ID
 
 
 @pytest.fixture(scope="session")
 def server_url() -> str:
-    from helpers.server.control import ensure_server
+    from helpers.runtime.embedded import ensure_server
 
     return ensure_server()
 

@@ -4,14 +4,15 @@ import json
 
 import pytest
 
-from helpers.world import replay
+from helpers import agent, replay
 from helpers.agent import CONFIGS, Episode, ReplayPolicy, run_episode, schema_problems, summarize
 from helpers.grounding import NARROWINGS
 from helpers.harness import Tracer
-from helpers.loop import Proposal, ScriptedProposer, execute
+from helpers.goal import GOAL_TOKENS
+from helpers.loop import ModelPolicy, Proposal, ScriptedProposer, execute
 from helpers.world.effects import Ledger
 from helpers.world.scripted_policy import ScriptedPolicy
-from helpers.world.tasks import load_tasks, start_app
+from helpers.world.tasks import load_tasks, start_app, task_goal
 from helpers.world.users import SimulatedUser
 
 TASKS = {task.id: task for task in load_tasks()}
@@ -224,3 +225,36 @@ def test_replay_reads_a_jsonl_file_and_runs_dry_after_it(tmp_path):
     assert [policy.propose([], None).raw for _ in range(3)] == ["not json", '{"note": null}', ""]
     episode = run_episode(ReplayPolicy.load(path), TASKS["price"], 0, "governed")
     assert episode.outcome == "aborted" and episode.fallbacks == 1  # the ladder's fallback aborts honestly
+
+
+def test_a_backend_that_reports_no_usage_still_exhausts_the_budget(monkeypatch):
+    """The scripted policy reports no usage, as some servers do: the budget counts an estimate, not zero."""
+    monkeypatch.setattr(agent, "TOKEN_BUDGET", 4_000)
+    episode = run_episode(scripted("order"), TASKS["order"], 0, "governed")
+    assert episode.tokens is None  # what was reported: nothing, never a made-up zero
+    assert "exceed the budget" in episode.outcome and not episode.success
+    assert 1 <= episode.steps < len(run_episode(scripted("order"), TASKS["order"], 0, "bare").turns)
+
+
+def test_the_goal_step_counts_toward_the_budget():
+    class CostlyReader(ModelPolicy):
+        """Not a model: reads the task's own goal at a reported cost of 99,500 tokens, then plays the scripted
+        steps at 1,000 tokens each."""
+
+        name = "costly reader"
+
+        def __init__(self, task):
+            self.task, self.inner = task, ScriptedProposer(ScriptedPolicy(task))
+
+        def propose(self, messages, app, schema=None, max_tokens=None):
+            if max_tokens == GOAL_TOKENS:
+                return Proposal(json.dumps(task_goal(self.task, app)), usage(99_500))
+            return Proposal(self.inner.propose(messages, app).raw, usage(1_000))
+
+    def usage(total):
+        return {"prompt_tokens": total - 1, "completion_tokens": 1, "total_tokens": total}
+
+    episode = run_episode(CostlyReader(TASKS["order"]), TASKS["order"], 0, "governed")
+    assert episode.goal_source == "model" and episode.goal_confirmed and episode.goal_tokens == 99_500
+    assert episode.rejections == {"budget_exhausted": 1} and episode.steps == 1
+    assert not any(e["executed"] for e in episode.side_effects)

@@ -185,7 +185,7 @@ def test_the_notebook_runs_in_a_new_colab_runtime(version, name, image, wheel_at
                     pytrace=False)
     finally:
         # From the runtime's folder: `helpers` is the clone's, whose server this is, not this checkout's.
-        subprocess.run([python, "-c", "from helpers.server.control import stop_server; stop_server()"], env=env,
+        subprocess.run([python, "-c", "from helpers.runtime.embedded import stop_server; stop_server()"], env=env,
                        cwd=tmp_path / "content", capture_output=True, timeout=60)
     total = time.monotonic() - started
     code = [cell for cell in notebook.cells if cell.cell_type == "code"]

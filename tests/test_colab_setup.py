@@ -24,7 +24,7 @@ import pytest
 import helpers
 from colab_stage import ADDRESS, ROOT, colab_env, origin
 from helpers.runtime import publish
-from helpers.server import MODEL_ID
+from helpers.runtime.embedded import MODEL_ID
 from kernel_runner import Kernel
 
 pytestmark = [pytest.mark.slow, pytest.mark.integration]
@@ -69,7 +69,7 @@ def colab(tmp_path_factory):
             yield folder, kernel
         finally:
             kernel.run("import importlib.util\nif importlib.util.find_spec('helpers'):\n"
-                       "    from helpers.server.control import stop_server; stop_server()")
+                       "    from helpers.runtime.embedded import stop_server; stop_server()")
 
 
 def report(kernel: Kernel) -> dict:

@@ -169,7 +169,7 @@ def test_a_credential_never_reaches_a_box_other_than_its_own(task_id):
                           ["properties"]["tool_call"]["anyOf"] if v["properties"]["tool_name"].get("const") == "write"]
                 assert box.name == "Password" or app.password not in writes, (config, box.name)
                 assert box.name == "Username" or app.username not in writes, (config, box.name)
-            ctx = Context(effects_of=app.effects_of, goal=goal)
+            ctx = Context(effects_of=app.effects_of, asked_for=goal)
             decision = decide({"note": None, "thought": "t",
                                "tool_call": {"tool_name": "write", "content": app.password}}, ctx)
             assert decision.allowed is (box.name == "Password"), box.name
@@ -200,9 +200,9 @@ def test_the_harness_stops_when_an_effect_ran_that_nobody_approved():
     order = Effect("place_order", "1 x Umbrella", True, ("place_order", "Umbrella", 1))
     typed = Effect("type_text", "'x' into Search products", False, ("type_text", "Search products", "x"))
     check_what_ran([typed], Decision(True, None, "ok"))  # reversible: no approval needed
-    check_what_ran([order], Decision(True, None, "ok", asked={order.key}))
+    check_what_ran([order], Decision(True, None, "ok", effects=[order], asked={order.key}))
     with pytest.raises(HarnessBreach, match="1 x Umbrella"):
-        check_what_ran([order], Decision(True, None, "ok", asked=set()))
+        check_what_ran([order], Decision(True, None, "ok", effects=[order], asked=set()))
 
 
 def test_refused_twice_the_run_ends_by_asking_the_user():

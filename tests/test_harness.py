@@ -2,7 +2,10 @@ import json
 
 import pytest
 
-from helpers.harness import ACTIONS, INTENTS, SPECIAL_TOOLS, Context, Tracer, decide, read_intents, summarize_trace
+from helpers import harness
+from helpers.harness import (ACTIONS, INTENTS, SPECIAL_TOOLS, Context, HarnessBreach, Tracer, check_what_ran, decide,
+                             exhausted, governed_turn, read_intents, summarize_trace)
+from helpers.instruction import Instruction
 from helpers.ladder import ANSWER_CONTRACT, climb
 from helpers.steps import TOOL_MODELS, load_example_steps
 from helpers.world.effects import Ledger
@@ -145,7 +148,8 @@ def test_typing_must_come_from_the_instruction_and_a_password_stays_in_its_box(t
     app = CampusStore(0)
     app.signed_in, app.page = True, "home"
     app.click(*next(el for el in app.elements() if el.name == "Search products").grid_center())
-    ctx = Context(effects_of=app.effects_of, instruction="Sign in with password lovelace42, then find the Red mug.")
+    ctx = Context(effects_of=app.effects_of,
+                  asked_for=Instruction("Sign in with password lovelace42, then find the Red mug."))
     decision = decide(step({"tool_name": "write", "content": text}), ctx)
     assert decision.cause == cause
 
@@ -187,3 +191,43 @@ def test_trace_lines_keep_raw_and_intent_apart_and_summarize(tmp_path):
     summary = summarize_trace(tmp_path / "traces" / "run.jsonl")
     assert summary["turns"] == 3 and summary["rejections"] == {"malformed_structure": 1, "unknown_tool": 1}
     assert summary["fallback_rate"] == 1.0
+
+
+def test_the_harness_counts_the_steps_it_governs_and_refuses_past_the_budget():
+    app = product_page()
+    ctx, user = Context(effects_of=app.effects_of, max_steps=2), AskedUser(True)
+    verdicts = [governed_turn(step({"tool_name": "go_back"}), app, ctx, user)[1] for _ in range(3)]
+    assert [v.cause for v in verdicts] == [None, None, "budget_exhausted"] and ctx.steps_used == 3
+    assert exhausted(ctx) == "the step budget of 2 is used up"
+
+
+def test_an_effect_the_app_did_not_predict_is_refused_before_it_runs():
+    """The app's account of a click (`effects_of`) is wrong on purpose: it predicts nothing for Place order. The
+    harness then asks nobody, but the step tried on a copy of the app places an order, which nobody approved."""
+    app, user = product_page(), AskedUser(True)
+    ctx = Context(effects_of=lambda tool, args: [], user=user)
+    x, y = place_order_center(app)
+    _, decision, output = governed_turn(click(x, y, "Place order"), app, ctx, user)
+    assert (decision.allowed, decision.cause) == (False, "unapproved_effect") and "rejected (unapproved_effect)" in output
+    assert app.orders == [] and app.page == "product" and user.asked == []
+    assert [(r["action"], r["executed"], r["blocked_by"]) for r in ctx.ledger.records()] == \
+        [("place_order", False, "unapproved_effect")]
+
+
+def test_the_second_line_stops_the_run_when_the_first_is_wrong_too(monkeypatch):
+    """With both the app's account and the trial run wrong, the order runs, and the check after it stops the run."""
+    app, user = product_page(), AskedUser(True)
+    monkeypatch.setattr(harness, "dry_run", lambda step, app: [])
+    x, y = place_order_center(app)
+    with pytest.raises(HarnessBreach, match="ran without approval: place an order: 1 x Blue mug"):
+        governed_turn(click(x, y, "Place order"), app, Context(effects_of=lambda tool, args: [], user=user), user)
+
+
+def test_what_ran_is_compared_with_what_was_approved_by_count():
+    app, user = product_page(), AskedUser(True)
+    x, y = place_order_center(app)
+    decision = decide(click(x, y, "Place order"), Context(effects_of=app.effects_of, user=user))
+    [order] = decision.effects
+    check_what_ran([order], decision)  # approved once, ran once
+    with pytest.raises(HarnessBreach):
+        check_what_ran([order, order], decision)  # the same order twice: one more than the user approved

@@ -9,7 +9,7 @@ import pytest
 
 from helpers.runtime import install
 from helpers.runtime.paths import CONSTRAINTS, ROOT
-from helpers.server.control import EMBEDDED_PACKAGES
+from helpers.runtime.embedded import EMBEDDED_PACKAGES
 
 EMBEDDED = list(EMBEDDED_PACKAGES.values())
 

@@ -115,3 +115,38 @@ def test_the_walk_sees_a_backward_import():
     tree = ast.parse("def f():\n    from helpers.grounding import Grounding\n")
     reached = frozenset().union(*(reached_from(m) for m in imported_by(tree)))
     assert {"helpers.grounding", "helpers.instruction"} <= set(later_lessons(reached, 3))
+
+
+# The floors below the lessons: they may share the data contracts, nothing else of a lesson; the runtime (which
+# chooses and starts a backend) knows nothing of the server it starts but its command line.
+FLOORS = ("world", "runtime", "server")
+SHARED_CONTRACTS = {"helpers.contract", "helpers.steps"}
+
+
+def floor_modules() -> list[str]:
+    return sorted(f"helpers.{floor}.{path.stem}".removesuffix(".__init__")
+                  for floor in FLOORS for path in (PACKAGE / floor).glob("*.py"))
+
+
+def floor_breaches(module: str, tree: ast.AST) -> list[str]:
+    """What `module`'s source imports that its floor may not: a lesson module beyond the contracts, or, from the
+    runtime, anything of the server."""
+    imported = imported_by(tree)
+    breaches = sorted(m for m in imported if m in lesson_order() and m not in SHARED_CONTRACTS)
+    if module.startswith("helpers.runtime"):
+        breaches += sorted(m for m in imported if m == "helpers.server" or m.startswith("helpers.server."))
+    return breaches
+
+
+@pytest.mark.parametrize("module", floor_modules())
+def test_the_floors_import_no_lesson_but_the_contracts_and_the_runtime_no_server(module):
+    assert floor_breaches(module, ast.parse(source_of(module).read_text(encoding="utf-8"))) == []
+
+
+def test_the_floor_check_sees_a_breach():
+    """The check itself: a lesson import inside a function, and the runtime reaching for the server, are caught;
+    the contracts are not."""
+    tree = ast.parse("from helpers.steps import Step\ndef f():\n    from helpers.loop import execute\n"
+                     "    from helpers.server.engine import Engine\n")
+    assert floor_breaches("helpers.world.screen", tree) == ["helpers.loop"]
+    assert floor_breaches("helpers.runtime.backends", tree) == ["helpers.loop", "helpers.server.engine"]

@@ -72,7 +72,7 @@ class Replay:
     def __init__(self, replies):
         self.replies = iter(replies)
 
-    def propose(self, messages, app):
+    def propose(self, messages, app, schema=None):
         return Proposal(next(self.replies))
 
 

@@ -142,7 +142,7 @@ class Replay03:
     def __init__(self, replies):
         self.replies = iter(replies)
 
-    def propose(self, messages, app):
+    def propose(self, messages, app, schema=None):
         return helpers_loop.Proposal(next(self.replies))
 
 

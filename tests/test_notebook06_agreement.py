@@ -9,6 +9,7 @@ import pytest
 
 from helpers.harness import governed_turn
 from helpers.harness import Context
+from helpers.instruction import Instruction
 from helpers.world.effects import Ledger
 from helpers.world.scripted_policy import ScriptedPolicy
 from helpers.world.tasks import instruction, load_tasks, start_app
@@ -31,7 +32,8 @@ def test_notebook_06_marks_the_governed_turn():
 def twin(task, seed):
     app = start_app(task, seed)
     user = SimulatedUser(task, app)
-    return app, user, Context(effects_of=app.effects_of, user=user, instruction=instruction(task, app), ledger=Ledger())
+    return app, user, Context(effects_of=app.effects_of, user=user, asked_for=Instruction(instruction(task, app)), ledger=Ledger(),
+                             max_steps=100)
 
 
 def forged(app) -> list[dict]:

@@ -15,6 +15,7 @@ from helpers.contract import ANSWER_JSON_SCHEMA
 from helpers.exercises import Verdict
 from helpers.harness import governed_turn
 from helpers.harness import Context
+from helpers.instruction import Instruction
 from helpers.ladder import ANSWER_CONTRACT, Reply, check, model_repair, repair_messages
 from helpers.runtime.backends import PROFILES, Connection
 from helpers.steps import STEP_SCHEMA, Step
@@ -48,7 +49,7 @@ def order_through_the_user(replies: Any) -> Verdict:
                                "moves an agent would make on this page, in order.")
     store = order_page()
     user = SimulatedUser(ORDER_TASK, store)
-    ctx = Context(effects_of=store.effects_of, user=user, instruction=instruction(ORDER_TASK, store))
+    ctx = Context(effects_of=store.effects_of, user=user, asked_for=Instruction(instruction(ORDER_TASK, store)))
     try:
         steps = [Step.model_validate_json(raw).model_dump() for raw in replies]
     except (TypeError, ValueError):  # not a string, or a reply that is not one valid Step

@@ -40,7 +40,7 @@ import openai
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
 
 from helpers.runtime.dialects import DIALECTS, Constraint, guided_json, request_fields
-from helpers.server import MODEL_ID
+from helpers.runtime.embedded import MODEL_ID
 
 
 @dataclass(frozen=True)
@@ -488,7 +488,7 @@ def connect(backend: str | None = None, *, model: str | None = None, dialect: st
     """
     profile = resolve_profile(backend, model, dialect)
     if profile.name == "embedded":
-        from helpers.server.control import ensure_server
+        from helpers.runtime.embedded import ensure_server
         profile = replace(profile, base_url=ensure_server())
         client = embedded_client(profile.base_url)
     else:

@@ -12,7 +12,7 @@ import sys
 
 from helpers.runtime.backends import BackendError, Connection, choose_backend, connect, probe
 from helpers.runtime.install import install_embedded
-from helpers.server.control import missing_embedded_packages
+from helpers.runtime.embedded import missing_embedded_packages
 
 
 COLAB_NOTE = ("This Colab runtime is new (every badge opens one), so the embedded model is installed into it "

@@ -33,7 +33,7 @@ from typing import Any, Callable
 
 from pydantic import BaseModel
 
-from helpers.server import CHECKOUT, HOST, MODEL_ID, SERVER_NAME, code_version, current_user, package_version
+from helpers.runtime.embedded import CHECKOUT, HOST, MODEL_ID, SERVER_NAME, code_version, current_user, package_version
 from helpers.server.engine import BATCH_THREADS, CONTEXT_TOKENS, DECODE_THREADS, Cancelled, Completion, Engine, Job
 from helpers.server.protocol import (
     AssistantMessage,

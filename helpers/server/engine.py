@@ -32,7 +32,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from helpers.server import MissingDependency
+from helpers.runtime.embedded import MissingDependency
 from helpers.server.protocol import ChatRequest, RequestError
 from helpers.server.request_queue import RequestQueue
 from helpers.server.sampling import (

@@ -7,5 +7,4 @@
 | `tasks`           | the tasks in data/tasks.json: start the app, check the outcome, what each task wants |
 | `users`           | the simulated user (labelled as one) and a real person at the keyboard             |
 | `scripted_policy` | hand-written rules, no model: the reference path through every task                 |
-| `replay`          | writing fixed reply scripts that a replay policy plays back, labelled as scripts    |
 """

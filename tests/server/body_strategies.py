@@ -4,7 +4,7 @@ HTTP-level fuzz tests."""
 from hypothesis import strategies as st
 
 from helpers.runtime.dialects import BODY_FIELDS
-from helpers.server import MODEL_ID
+from helpers.runtime.embedded import MODEL_ID
 from helpers.server.protocol import NOT_IMPLEMENTED
 
 FIELDS = ["model", "messages", "temperature", "top_p", "seed", "max_tokens", "max_completion_tokens", "stop",

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 import pytest
 
-from helpers.server import MODEL_ID, SERVER_NAME
+from helpers.runtime.embedded import MODEL_ID, SERVER_NAME
 from helpers.server import app as app_module
 from helpers.server.app import PREPARING_AT_ONCE, Server
 from helpers.server.engine import Cancelled, Completion

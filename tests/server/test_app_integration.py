@@ -8,7 +8,7 @@ import jsonschema
 import pytest
 
 from helpers.runtime.dialects import DIALECTS, Constraint, guided_json, request_fields
-from helpers.server import MODEL_ID
+from helpers.runtime.embedded import MODEL_ID
 
 pytestmark = pytest.mark.integration
 

@@ -4,7 +4,7 @@ import math
 
 import pytest
 
-from helpers.server.bench import (
+from helpers.decoding_bench import (
     PENALTIES,
     SCHEMAS,
     ModeStats,

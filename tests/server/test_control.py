@@ -12,8 +12,9 @@ import time
 
 import pytest
 
-from helpers.server import CHECKOUT, SERVER_NAME, MissingDependency, code_version, control
-from helpers.server.control import DEFAULT_PORT, ensure_server, health, start_server, stop_server
+from helpers.runtime import embedded as control
+from helpers.runtime.embedded import CHECKOUT, SERVER_NAME, MissingDependency, code_version
+from helpers.runtime.embedded import DEFAULT_PORT, ensure_server, health, start_server, stop_server
 
 ME = os.getuid()
 

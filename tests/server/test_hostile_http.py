@@ -17,8 +17,8 @@ from hypothesis import strategies as st
 
 from body_strategies import bodies, near_valid
 from helpers.runtime.backends import embedded_client
-from helpers.server import MODEL_ID
-from helpers.server.control import base_url, health, log_path, start_server, stop_server
+from helpers.runtime.embedded import MODEL_ID
+from helpers.runtime.embedded import base_url, health, log_path, start_server, stop_server
 
 pytestmark = pytest.mark.integration
 QUEUE, SOCKET_TIMEOUT = 4, 2

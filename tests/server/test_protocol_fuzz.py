@@ -7,7 +7,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from body_strategies import any_json, bodies, near_valid
-from helpers.server import MODEL_ID
+from helpers.runtime.embedded import MODEL_ID
 from helpers.server.protocol import ChatRequest, RequestError, parse_body, parse_chat_request
 
 pytestmark = pytest.mark.slow

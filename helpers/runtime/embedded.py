@@ -1,4 +1,8 @@
-"""Start, find again and stop the embedded server from Python (a notebook, a test, a script) or the shell.
+"""The embedded model's server seen from outside: the facts it and its clients share, and starting, finding again
+and stopping it from Python (a notebook, a test, a script) or the shell.
+
+The facts (the model id, the address, the server's name, the packages it needs) live here, in the runtime,
+because both sides need them: `helpers.server` imports them, and nothing here imports the server.
 
 The server runs as its own process, detached from the caller, so a later notebook finds the
 one an earlier notebook started. A server is reused only when it belongs to the same user and
@@ -12,8 +16,8 @@ Whose server holds a port is the kernel's word, never the server's: another user
 /proc/net/tcp (Linux) or lsof (macOS), and the only process ever signalled is the one the kernel
 says holds that socket, when it belongs to this user and runs `-m helpers.server`.
 
-    python -m helpers.server.control status   # what runs, for whom, how busy
-    python -m helpers.server.control stop     # stop this checkout's servers (./workshop stop)
+    python -m helpers.runtime.embedded status   # what runs, for whom, how busy
+    python -m helpers.runtime.embedded stop     # stop this checkout's servers (./workshop stop)
 """
 from __future__ import annotations
 
@@ -34,7 +38,46 @@ import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
 
-from helpers.server import CHECKOUT, HOST, SERVER_NAME, MissingDependency, code_version, current_user
+
+MODEL_ID = "smollm2-135m-instruct"
+HOST = "127.0.0.1"
+SERVER_NAME = "helpers.server"
+CHECKOUT = str(Path(__file__).resolve().parents[2])
+SERVER_CODE = Path(__file__).resolve().parents[1] / "server"
+
+
+class MissingDependency(RuntimeError):
+    """The embedded model cannot run because a package is not installed."""
+
+
+def code_version() -> str:
+    """A fingerprint of the server's code, so a client can tell a server left running from older code."""
+    import hashlib
+
+    digest = hashlib.sha256()
+    here = Path(__file__).resolve()
+    for path in sorted([*SERVER_CODE.glob("*.py"), here.parent / "dialects.py", here], key=lambda p: p.name):
+        digest.update(path.name.encode() + b"\0" + path.read_bytes())
+    return digest.hexdigest()[:16]
+
+
+def package_version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("structured-outputs-workshop")
+    except PackageNotFoundError:
+        return "unknown (not installed)"
+
+
+def current_user() -> str:
+    import getpass
+
+    try:
+        return getpass.getuser()
+    except (KeyError, OSError):  # no name for this uid, as in some containers
+        return f"uid {os.getuid()}" if hasattr(os, "getuid") else "unknown"
+
 
 DEFAULT_PORT = 8765
 PORTS_TO_TRY = 20
@@ -308,7 +351,7 @@ def status() -> list[str]:
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(prog="python -m helpers.server.control", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="python -m helpers.runtime.embedded", description=__doc__.splitlines()[0])
     parser.add_argument("command", choices=["status", "stop"])
     parser.add_argument("--port", type=int, default=None, help="one port (default: WORKSHOP_PORT, or all searched)")
     args = parser.parse_args(argv)

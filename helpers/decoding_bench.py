@@ -1,4 +1,4 @@
-"""Benchmark the embedded server: `python -m helpers.server.bench --schema step`, `--termination` or `--flood 40`.
+"""Benchmark the embedded server: `python -m helpers.decoding_bench --schema step`, `--termination` or `--flood 40`.
 
 The default run measures guided and unguided decoding side by side, for one kind of schema
 (`--schema step|answer|per-screen`). Every number comes from one run on one machine, so the
@@ -30,7 +30,7 @@ from pathlib import Path
 import numpy as np
 
 from helpers.contract import ANSWER_JSON_SCHEMA, parse_json_object
-from helpers.server import MODEL_ID
+from helpers.runtime.embedded import MODEL_ID
 from helpers.steps import STEP_SCHEMA
 
 STEP_TASKS = [
@@ -178,7 +178,7 @@ def record(stats: ModeStats, reply, schema: dict, guided: bool) -> None:
 
 
 def startup_seconds(port: int, server_args: tuple[str, ...] = ()) -> float:
-    from helpers.server.control import start_server
+    from helpers.runtime.embedded import start_server
 
     started = time.perf_counter()
     start_server(port, extra_args=server_args)
@@ -373,7 +373,7 @@ def keep_busy(url: str, done: threading.Event) -> None:
 
 
 def flood(port: int, clients: int, max_tokens: int, timeout: float, load_port: int | None = None) -> str:
-    from helpers.server.control import base_url, health
+    from helpers.runtime.embedded import base_url, health
 
     pid, url, peak = health(port)["pid"], base_url(port), [0.0]
     done = threading.Event()
@@ -405,9 +405,9 @@ def flood(port: int, clients: int, max_tokens: int, timeout: float, load_port: i
 
 def main(argv: list[str] | None = None) -> None:
     from helpers.runtime.backends import embedded_client
-    from helpers.server.control import base_url, stop_server
+    from helpers.runtime.embedded import base_url, stop_server
 
-    parser = argparse.ArgumentParser(prog="python -m helpers.server.bench", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="python -m helpers.decoding_bench", description=__doc__.splitlines()[0])
     parser.add_argument("--schema", choices=SCHEMAS, default="step",
                         help="the schema of the 4 tasks: the Holo3 Step, the answer contract, or the Step "
                              "narrowed to each task's first screen (default step)")
@@ -432,11 +432,11 @@ def main(argv: list[str] | None = None) -> None:
                         help="with --flood: a second model server on --port + 1 decodes flat out meanwhile")
     args = parser.parse_args(argv)
     if args.settings:
-        print(f"python -m helpers.server.bench --settings  (model {MODEL_ID}, median of 4 runs per setting, ABBA)")
+        print(f"python -m helpers.decoding_bench --settings  (model {MODEL_ID}, median of 4 runs per setting, ABBA)")
         print(settings_sweep())
         return
     if args.batch_cost:
-        print(f"python -m helpers.server.bench --batch-cost  (model {MODEL_ID}, median of 3 runs)")
+        print(f"python -m helpers.decoding_bench --batch-cost  (model {MODEL_ID}, median of 3 runs)")
         print(batch_cost())
         return
     server_args = ("--threads", str(args.threads)) if args.threads else ()
@@ -452,7 +452,7 @@ def main(argv: list[str] | None = None) -> None:
             stop_server(args.port)
             if load_port:
                 stop_server(load_port)
-        print(f"python -m helpers.server.bench --flood {args.flood}{' --with-load' if load_port else ''}{threads}  "
+        print(f"python -m helpers.decoding_bench --flood {args.flood}{' --with-load' if load_port else ''}{threads}  "
               f"(60 tokens each, model {MODEL_ID})")
         print(table)
         return
@@ -462,7 +462,7 @@ def main(argv: list[str] | None = None) -> None:
             table = termination(client, MODEL_ID, args.max_tokens, args.temperature, args.trials)
         finally:
             stop_server(args.port)
-        print(f"python -m helpers.server.bench --termination --trials {args.trials} --max-tokens {args.max_tokens} "
+        print(f"python -m helpers.decoding_bench --termination --trials {args.trials} --max-tokens {args.max_tokens} "
               f"--temperature {args.temperature}{threads}  ({len(load_unbounded_cases())} schemas x {args.trials} "
               f"seeds per penalty, model {MODEL_ID})")
         print(table)
@@ -479,7 +479,7 @@ def main(argv: list[str] | None = None) -> None:
                 merge(guided if is_guided else plain, part)
     finally:
         stop_server(args.port)
-    print(f"python -m helpers.server.bench --schema {args.schema} --trials {2 * half} --max-tokens {args.max_tokens}"
+    print(f"python -m helpers.decoding_bench --schema {args.schema} --trials {2 * half} --max-tokens {args.max_tokens}"
           f"{threads}  ({len(chosen)} tasks x {2 * half} seeds per mode, model {MODEL_ID})")
     print(report(guided, plain, ready_s))
 
