@@ -30,6 +30,7 @@ from pathlib import Path
 import numpy as np
 
 from helpers.contract import ANSWER_JSON_SCHEMA, parse_json_object
+from helpers.runtime.paths import DATA
 from helpers.runtime.embedded import MODEL_ID
 from helpers.steps import STEP_SCHEMA
 
@@ -57,7 +58,7 @@ SCHEMAS = ("step", "answer", "per-screen")
 UNCACHED_PROMPT_TOKENS = 256
 # The start of a Step reply: the tokens the llama.cpp measurements evaluate one by one and in a batch.
 BATCH_PROBE = b'{"note": null, "thought": "Type the user name first.", "tool_call": {'
-UNBOUNDED_CASES = Path(__file__).resolve().parents[2] / "data" / "bench" / "unbounded_strings.jsonl"
+UNBOUNDED_CASES = DATA / "bench" / "unbounded_strings.jsonl"
 # A moderate penalty of each kind, beside none at all; each is a separate run over every case.
 PENALTIES: dict[str, dict] = {
     "no penalty": {},

@@ -417,9 +417,8 @@ def governed_turn(data: dict, app: CampusStore, ctx: Context, user: User) -> tup
     ctx.steps_used += 1
     if decision.allowed and decision.intent.kind == "tool_request":
         if over := unapproved(dry_run(step, app), decision):
-            decision = Decision(False, "unapproved_effect", "the app would "
-                                f"{'; '.join(e.describe() for e in over)}, which the user did not approve",
-                                decision.intent, decision.effects)
+            said = "; ".join(e.describe() for e in over)
+            decision = Decision(False, "unapproved_effect", f"not approved: {said}", decision.intent, decision.effects)
             for effect in over:
                 ctx.ledger.blocked(effect, decision.cause)
     if not decision.allowed:

@@ -258,3 +258,10 @@ def test_the_goal_step_counts_toward_the_budget():
     assert episode.goal_source == "model" and episode.goal_confirmed and episode.goal_tokens == 99_500
     assert episode.rejections == {"budget_exhausted": 1} and episode.steps == 1
     assert not any(e["executed"] for e in episode.side_effects)
+
+
+def test_the_episode_function_reads_at_once():
+    """The goal step, then notebook 03's loop with the configuration's turn: short enough to read in one screen."""
+    import inspect
+
+    assert len(inspect.getsource(run_episode).splitlines()) <= 40
