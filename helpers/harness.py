@@ -313,25 +313,31 @@ def user_approves(p: Proposed, ctx: Context) -> Decision | None:
 
 
 Check = Callable[[Proposed, Context], "Decision | None"]
-CHECKS: tuple[Check, ...] = (
-    has_an_intent, one_intent, step_keys_only, no_silent_refusal, fallback_delivered, nothing_to_run,
-    declared_tool, required_arguments, valid_arguments, within_policy, typed_as_asked, role_allows,
-    within_budget, not_repeated, effect_asked_for, user_approves,
-)
+# What the reply says, read before anything is asked of the app: a verdict here concerns no side effect.
+READING_CHECKS: tuple[Check, ...] = (has_an_intent, one_intent, step_keys_only, no_silent_refusal, fallback_delivered,
+                                     nothing_to_run)
+# A single tool request, checked against what the app says it would change.
+REQUEST_CHECKS: tuple[Check, ...] = (declared_tool, required_arguments, valid_arguments, within_policy, typed_as_asked,
+                                     role_allows, within_budget, not_repeated, effect_asked_for, user_approves)
+CHECKS = READING_CHECKS + REQUEST_CHECKS
 
 
 def decide(data: Any, ctx: Context, checks: tuple[Check, ...] = CHECKS) -> Decision:
     """Whether the harness acts on this parsed reply, and if not, the typed reason: the first verdict of `checks`.
 
     A side effect that cannot be undone is put to `ctx.user`, described by the app (`ctx.effects_of`), not
-    by the model. Nothing else in the reply is read for permission. An effect the checks looked at and refused
-    is entered in the ledger as blocked.
+    by the model. Nothing else in the reply is read for permission. The effects of a refused tool request are
+    entered in the ledger as blocked.
     """
     proposed = Proposed(data, read_intents(data), ctx.effects_of)
-    decision = next((verdict for check in checks if (verdict := check(proposed, ctx)) is not None), None) \
-        or accept(f"{proposed.intent.tool} may run")
+    decision, by = None, None
+    for check in checks:
+        if (decision := check(proposed, ctx)) is not None:
+            by = check
+            break
+    decision = decision or accept(f"{proposed.intent.tool} may run")
     decision.intent = proposed.intent if len(proposed.intents) == 1 else None
-    decision.effects = proposed.predicted or []
+    decision.effects = [] if by in READING_CHECKS else proposed.effects()
     if decision.allowed:
         decision.asked = {e.key for e in decision.effects if e.irreversible or ctx.asked_for is not None}
     for effect in [] if decision.allowed else decision.effects:

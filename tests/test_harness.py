@@ -231,3 +231,13 @@ def test_what_ran_is_compared_with_what_was_approved_by_count():
     check_what_ran([order], decision)  # approved once, ran once
     with pytest.raises(HarnessBreach):
         check_what_ran([order, order], decision)  # the same order twice: one more than the user approved
+
+
+def test_a_refused_request_enters_its_effects_in_the_ledger_and_a_malformed_reply_none():
+    app = CampusStore(0)
+    app.signed_in, app.page = True, "home"
+    app.click(*next(el for el in app.elements() if el.name == "Search products").grid_center())
+    ctx = Context(effects_of=app.effects_of)
+    assert decide(step({"tool_name": "write", "content": "a" * 50}), ctx).cause == "policy_violation"
+    assert decide(step({"tool_name": "write", "content": "mug"}, extra=1), ctx).cause == "malformed_structure"
+    assert [(r["action"], r["blocked_by"]) for r in ctx.ledger.records()] == [("type_text", "policy_violation")]
