@@ -54,8 +54,11 @@ def episode_line(episode: Episode) -> str:
             f"{episode.outcome}{cut}")
 
 
-def counts(by: dict[str, int]) -> str:
-    """'cause 3, other 1', or '-' for none."""
+def counts(by: dict[str, int] | None) -> str:
+    """'cause 3, other 1', '-' for none, 'n/a' where the summary has no such count (one committed before it
+    existed, such as the one notebook 06 reads)."""
+    if by is None:
+        return "n/a"
     return ", ".join(f"{k} {v}" for k, v in sorted(by.items())) or "-"
 
 
@@ -67,9 +70,9 @@ def table(summary: dict[str, dict]) -> str:
              else f"{s['goals_confirmed']:.0%}"),
             ("side effects not asked for, executed", lambda s: str(s["unasked_executed"])),
             ("  of which the instruction did not want", lambda s: str(s["unwanted_executed"])),
-            ("    by action", lambda s: counts(s["unwanted_executed_by_action"])),
+            ("    by action", lambda s: counts(s.get("unwanted_executed_by_action"))),
             ("unwanted side effects blocked", lambda s: str(s["unwanted_blocked"])),
-            ("  by cause", lambda s: counts(s["unwanted_blocked_by"])),
+            ("  by cause", lambda s: counts(s.get("unwanted_blocked_by"))),
             ("harness rejections", lambda s: counts(s["rejections"])),
             ("repairs / fallbacks", lambda s: f"{s['repairs']} / {s['fallbacks']}"),
             ("tokens", lambda s: "n/a" if s["tokens"] is None else str(s["tokens"])),

@@ -3,7 +3,8 @@ import json
 
 import pytest
 
-from helpers.agent_bench import main
+from helpers.agent_bench import main, table
+from helpers.runtime.paths import ROOT
 from helpers.world.tasks import injected_tasks
 
 EPISODE_KEYS = {"config", "task", "seed", "success", "steps", "side_effects"}
@@ -101,3 +102,11 @@ def test_the_obedient_adversary_runs_every_injected_task_by_default(tmp_path):
     assert governed["unwanted_executed"] == governed["unasked_executed"] == 0
     assert governed["unwanted_blocked"] >= len(result["episodes"])
     assert set(governed["unwanted_blocked_by"]) == {"not_asked", "duplicate_side_effect"}
+
+
+def test_a_summary_committed_before_the_counts_by_cause_still_renders():
+    """Notebook 06 prints the table of docs/agent-bench.json's summary, written before these counts existed."""
+    committed = json.loads((ROOT / "docs" / "agent-bench.json").read_text())["summary"]
+    rendered = table(committed)
+    assert "|     by action | n/a | n/a | n/a | n/a | n/a |" in rendered
+    assert "|   by cause | n/a | n/a | n/a | n/a | n/a |" in rendered
