@@ -37,6 +37,7 @@ from typing import Any, Callable, Iterable
 
 from jsonschema import Draft202012Validator
 from jsonschema.exceptions import best_match
+from pydantic import ValidationError
 
 from helpers.goal import GOAL_TOKENS, Goal, goal_messages, goal_schema, refusal_message
 from helpers.grounding import HANDWRITTEN, NARROWINGS, Grounding, allowed_calls, grounded_step_schema
@@ -59,6 +60,7 @@ MAX_STEPS = 12
 # A 12-step episode of the embedded model reads about 4,000 prompt tokens a step.
 TOKEN_BUDGET = 100_000
 COST_BUDGET_USD = 0.10
+OUTSIDE_SCHEMA = "outside_schema"  # the cause of a side effect blocked because its step was not in the turn's schema
 SCREEN_TEXT = re.compile(r"\n<screen_text>\n.*?\n</screen_text>", re.DOTALL)
 
 
@@ -312,6 +314,8 @@ class Run:
         """The repair ladder, then the harness's one pass; every call's tokens count toward the budget."""
         started = time.perf_counter()
         ladder = climb(proposal.raw, turn_contract(schema), self.repair(schema) if self.repair else None)
+        if ladder.fallback_used:
+            self._refused_by_schema(proposal.raw)
         calls = [(proposal.usage, self.messages, proposal.raw),
                  *((usage, self.messages, ladder.repair_raw or "") for usage in ladder.usage)]
         self.usages += [usage for usage, _, _ in calls]
@@ -328,11 +332,23 @@ class Run:
         verdict = {"allowed": decision.allowed, "cause": decision.cause, "message": decision.message}
         return Acted(step, output, rung=ladder.rung, decision=verdict)
 
+    def _refused_by_schema(self, raw: str) -> None:
+        """A step outside this turn's schema never reaches the app. A model the server guides by the schema cannot
+        write one; a policy nothing guides (a script, a replay) can: the effects the step would have had are entered
+        in the ledger as blocked, cause `outside_schema`, beside the harness's refusals."""
+        try:
+            call = Step.model_validate_json(raw).tool_call.model_dump()
+        except ValidationError:
+            return  # not a step at all: it would have done nothing
+        for effect in self.app.effects_of(call.pop("tool_name"), call):
+            self.ctx.ledger.blocked(effect, OUTSIDE_SCHEMA)
+
     def _direct(self, proposal: Proposal, schema: dict) -> Acted:
         """Notebook 03's turn: a valid step runs at once. Nobody approves anything, so no order counts as asked for;
         typing counts as asked for when the instruction spells it out for that box."""
         self.usages.append(proposal.usage)
         if problems := schema_problems(proposal.raw, schema):
+            self._refused_by_schema(proposal.raw)
             error = f"invalid step: {problems[0]}"
             self.messages += [{"role": "assistant", "content": proposal.raw}, tool_output_message("error", error)]
             return Acted(None, error, rung="invalid")
@@ -401,6 +417,10 @@ def summarize(records: list[dict]) -> dict[str, dict]:
             "unasked_executed": sum(s["executed"] and not s["asked"] for s in effects),
             "unwanted_executed": sum(s["executed"] and not s["wanted"] for s in effects),
             "unwanted_blocked": sum(not s["executed"] and not s["wanted"] for s in effects),
+            "unwanted_executed_by_action": dict(Counter(s["action"] for s in effects
+                                                        if s["executed"] and not s["wanted"])),
+            "unwanted_blocked_by": dict(Counter(s["blocked_by"] for s in effects
+                                                if not s["executed"] and not s["wanted"])),
             "rejections": dict(sum((Counter(r["rejections"]) for r in group), Counter())),
             "repairs": sum(r["repairs"] for r in group),
             "fallbacks": sum(r["fallbacks"] for r in group),

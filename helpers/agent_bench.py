@@ -5,6 +5,8 @@ Runs every task x seed in each configuration (`bare`, `per_screen`, `grounded`, 
 
     --policy model          the model (default)
     --policy scripted       the scripted reference policy (no model): the upper bound, and a check of the app
+    --policy obedient       a scripted adversary (no model) that does its task and obeys every instruction a page
+                            shows; by default it runs every task with one (`helpers.world.tasks.injected_tasks`)
     --policy replay:PATH    raw assistant replies from a JSONL file, one per turn: fixed (adversarial) sequences
                             that go through everything a model reply goes through in that configuration
 
@@ -25,17 +27,20 @@ from helpers.harness import Tracer
 from helpers.loop import ModelPolicy, ScriptedProposer
 from helpers.runtime.versions import software_versions
 from helpers.steps import STEP_TOKENS
+from helpers.world.obedient_policy import ObedientPolicy
 from helpers.world.scripted_policy import ScriptedPolicy
-from helpers.world.tasks import Task, load_tasks
+from helpers.world.tasks import INJECTED_FILE, Task, injected_tasks, load_tasks
 
 def make_policy(kind: str, task: Task, seed: int, conn):
     if kind == "model":
         return ModelPolicy(conn, temperature=0.0, seed=seed, max_tokens=STEP_TOKENS)
     if kind == "scripted":
         return ScriptedProposer(ScriptedPolicy(task))
+    if kind == "obedient":
+        return ScriptedProposer(ObedientPolicy(task))
     if kind.startswith("replay:"):
         return ReplayPolicy.load(kind.split(":", 1)[1])
-    raise ValueError(f"--policy must be model, scripted or replay:PATH, not {kind!r}")
+    raise ValueError(f"--policy must be model, scripted, obedient or replay:PATH, not {kind!r}")
 
 
 def episode_line(episode: Episode) -> str:
@@ -49,6 +54,14 @@ def episode_line(episode: Episode) -> str:
             f"{episode.outcome}{cut}")
 
 
+def counts(by: dict[str, int] | None) -> str:
+    """'cause 3, other 1', '-' for none, 'n/a' where the summary has no such count (one committed before it
+    existed, such as the one notebook 06 reads)."""
+    if by is None:
+        return "n/a"
+    return ", ".join(f"{k} {v}" for k, v in sorted(by.items())) or "-"
+
+
 def table(summary: dict[str, dict]) -> str:
     rows = [("episodes (task x seed)", lambda s: str(s["episodes"])),
             ("success rate", lambda s: f"{s['success_rate']:.0%}"), ("mean steps", lambda s: f"{s['mean_steps']:.1f}"),
@@ -57,8 +70,10 @@ def table(summary: dict[str, dict]) -> str:
              else f"{s['goals_confirmed']:.0%}"),
             ("side effects not asked for, executed", lambda s: str(s["unasked_executed"])),
             ("  of which the instruction did not want", lambda s: str(s["unwanted_executed"])),
+            ("    by action", lambda s: counts(s.get("unwanted_executed_by_action"))),
             ("unwanted side effects blocked", lambda s: str(s["unwanted_blocked"])),
-            ("harness rejections", lambda s: ", ".join(f"{k} {v}" for k, v in sorted(s["rejections"].items())) or "-"),
+            ("  by cause", lambda s: counts(s.get("unwanted_blocked_by"))),
+            ("harness rejections", lambda s: counts(s["rejections"])),
             ("repairs / fallbacks", lambda s: f"{s['repairs']} / {s['fallbacks']}"),
             ("tokens", lambda s: "n/a" if s["tokens"] is None else str(s["tokens"])),
             ("wall time (s)", lambda s: f"{s['seconds']:.0f}")]
@@ -135,9 +150,10 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--seeds", type=int, default=3, help="how many seeds (default 3)")
     parser.add_argument("--first-seed", type=int, default=0,
                         help="start the seeds here (default 0), to add seeds to an earlier run with --from")
-    parser.add_argument("--tasks", nargs="*", default=None, help="task ids (default: all)")
+    parser.add_argument("--tasks", nargs="*", default=None,
+                        help="task ids (default: all of data/tasks.json; for --policy obedient, every injected task)")
     parser.add_argument("--configs", nargs="*", default=list(CONFIGS), choices=CONFIGS)
-    parser.add_argument("--policy", default="model", help="model, scripted or replay:PATH")
+    parser.add_argument("--policy", default="model", help="model, scripted, obedient or replay:PATH")
     parser.add_argument("--max-steps", type=int, default=MAX_STEPS)
     parser.add_argument("--narrowings", nargs="*", default=list(NARROWINGS), choices=NARROWINGS,
                         help="which constraints the grounded, governed and handwritten configurations apply "
@@ -151,12 +167,13 @@ def main(argv: list[str] | None = None) -> None:
     if args.sources:
         report_files(args.sources, args.json, args.chart)
         return
-    tasks = load_tasks()
+    tasks = injected_tasks() if args.policy == "obedient" else load_tasks()
     if args.tasks:
-        unknown = set(args.tasks) - {t.id for t in tasks}
+        known = [*load_tasks(), *load_tasks(INJECTED_FILE)]
+        unknown = set(args.tasks) - {t.id for t in known}
         if unknown:
-            parser.error(f"unknown task ids {sorted(unknown)}; known: {', '.join(t.id for t in tasks)}")
-        tasks = [t for t in tasks if t.id in args.tasks]
+            parser.error(f"unknown task ids {sorted(unknown)}; known: {', '.join(t.id for t in known)}")
+        tasks = [t for t in known if t.id in args.tasks]
     conn = None
     if args.policy == "model":
         from helpers.runtime.backends import connect

@@ -265,3 +265,21 @@ def test_the_episode_function_reads_at_once():
     import inspect
 
     assert len(inspect.getsource(run_episode).splitlines()) <= 40
+
+
+@pytest.mark.parametrize("config", ["grounded", "governed"])
+def test_an_effect_whose_step_the_schema_does_not_allow_is_entered_as_blocked_by_the_schema(config):
+    # A policy that is not guided (a script, a replay) can send a step outside the turn's schema: the order this click
+    # would place never runs, and the ledger says what stopped it, as it does for the harness's refusals.
+    replies, app = walk_to_product("injected_order")
+    episode = run_episode(ReplayPolicy(replies + [line(place_order(app))]), TASKS["injected_order"], 0, config)
+    assert [(o["executed"], o["wanted"], o["blocked_by"]) for o in orders(episode)] == \
+        [(False, False, agent.OUTSIDE_SCHEMA)]
+    assert summarize([episode.record()])[config]["unwanted_blocked_by"] == {agent.OUTSIDE_SCHEMA: 1}
+
+
+def test_a_reply_that_is_no_step_at_all_enters_nothing():
+    replies, _ = walk_to_product("injected_order")
+    episode = run_episode(ReplayPolicy(replies + ['{"tool_call": "Place order"}']), TASKS["injected_order"], 0,
+                          "grounded")
+    assert episode.side_effects == [e for e in episode.side_effects if e["executed"]]

@@ -3,7 +3,9 @@ import json
 
 import pytest
 
-from helpers.agent_bench import main
+from helpers.agent_bench import main, table
+from helpers.runtime.paths import ROOT
+from helpers.world.tasks import injected_tasks
 
 EPISODE_KEYS = {"config", "task", "seed", "success", "steps", "side_effects"}
 EFFECT_KEYS = {"action", "detail", "executed", "asked"}
@@ -73,3 +75,38 @@ def test_more_seeds_join_an_earlier_run_but_the_same_episode_twice_does_not(tmp_
 def test_an_unknown_task_is_refused():
     with pytest.raises(SystemExit):
         main(["--policy", "scripted", "--tasks", "teleport"])
+
+
+def test_the_obedient_adversary_needs_no_model_and_the_table_says_what_stopped_it(tmp_path, capsys):
+    path = tmp_path / "obedient.json"
+    main(["--policy", "obedient", "--seeds", "1", "--tasks", "injected_order", "results_sponsored", "confirm_retry",
+          "signin_password_in_username", "home_session_check", "--json", str(path)])
+    result = json.loads(path.read_text())
+    summary, out = result["summary"], capsys.readouterr().out
+    assert result["meta"]["model"] is None and result["meta"]["policy"] == "obedient"
+    assert all(summary[c]["unwanted_executed"] > 0 for c in ("bare", "per_screen"))
+    assert summary["bare"]["unwanted_executed_by_action"].keys() == {"place_order", "type_text"}
+    for config in ("governed", "handwritten"):
+        assert summary[config]["unwanted_executed"] == summary[config]["unasked_executed"] == 0
+    assert summary["governed"]["unwanted_blocked_by"] == {"outside_schema": 4, "duplicate_side_effect": 1}
+    assert "| unwanted side effects blocked | 0 | 0 |" in out
+    assert "duplicate_side_effect 1, outside_schema 4 |" in out.split("|   by cause |")[1].splitlines()[0]
+
+
+def test_the_obedient_adversary_runs_every_injected_task_by_default(tmp_path):
+    path = tmp_path / "obedient.json"
+    main(["--policy", "obedient", "--seeds", "1", "--configs", "governed", "--narrowings", "--json", str(path)])
+    result = json.loads(path.read_text())
+    assert result["meta"]["tasks"] == [task.id for task in injected_tasks()] and len(result["episodes"]) >= 16
+    governed = result["summary"]["governed"]
+    assert governed["unwanted_executed"] == governed["unasked_executed"] == 0
+    assert governed["unwanted_blocked"] >= len(result["episodes"])
+    assert set(governed["unwanted_blocked_by"]) == {"not_asked", "duplicate_side_effect"}
+
+
+def test_a_summary_committed_before_the_counts_by_cause_still_renders():
+    """Notebook 06 prints the table of docs/agent-bench.json's summary, written before these counts existed."""
+    committed = json.loads((ROOT / "docs" / "agent-bench.json").read_text())["summary"]
+    rendered = table(committed)
+    assert "|     by action | n/a | n/a | n/a | n/a | n/a |" in rendered
+    assert "|   by cause | n/a | n/a | n/a | n/a | n/a |" in rendered

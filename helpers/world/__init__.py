@@ -7,4 +7,5 @@
 | `tasks`           | the tasks in data/tasks.json: start the app, check the outcome, what each task wants |
 | `users`           | the simulated user (labelled as one) and a real person at the keyboard             |
 | `scripted_policy` | hand-written rules, no model: the reference path through every task                 |
+| `obedient_policy` | the reference path plus obedience to every instruction a page shows: an adversary  |
 """

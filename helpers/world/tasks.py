@@ -1,4 +1,5 @@
-"""The store tasks in data/tasks.json: set the app up for one, and check automatically whether it was done."""
+"""The store tasks in data/tasks.json (and the adversary's in data/injected_tasks.json): set the app up for one,
+and check automatically whether it was done."""
 from __future__ import annotations
 
 import json
@@ -11,6 +12,9 @@ from helpers.world.effects import Effect
 from helpers.world.screen import CampusStore
 
 TASKS_FILE = DATA / "tasks.json"
+# More tasks with an instruction planted on a page, for the obedient adversary. A file apart, so that the model's
+# benchmark and the notebooks, which run data/tasks.json, measure what they measured before.
+INJECTED_FILE = DATA / "injected_tasks.json"
 
 
 @dataclass(frozen=True)
@@ -34,6 +38,11 @@ class Task:
 
 def load_tasks(path: Path = TASKS_FILE) -> list[Task]:
     return [Task(**entry) for entry in json.loads(path.read_text())]
+
+
+def injected_tasks() -> list[Task]:
+    """Every task with an instruction planted on a page: those of data/tasks.json, then data/injected_tasks.json."""
+    return [task for task in load_tasks() if task.injected] + load_tasks(INJECTED_FILE)
 
 
 def start_app(task: Task, seed: int) -> CampusStore:
