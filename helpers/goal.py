@@ -21,7 +21,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from helpers.contract import PLAIN_TEXT
-from helpers.instruction import numbers, quoted
+from helpers.instruction import FROM_INSTRUCTION, credentials, numbers, quoted
 from helpers.world.effects import Effect
 
 Fact = Literal["price", "stock", "SKU", "receipt URL"]
@@ -53,11 +53,13 @@ class Goal(BaseModel):
     order: Order | None
     find: list[Lookup] = Field(max_length=2)
 
-    def describe(self) -> str:
-        """The goal in the app's words, as the user is asked to confirm it; the password shown only in part."""
+    def describe(self, password: str | None = None) -> str:
+        """The goal in the app's words, as the user is asked to confirm it: the password shown only in part, or
+        as `password` says (a message to the model says FROM_INSTRUCTION)."""
         parts = []
         if self.sign_in:
-            parts.append(f"sign in as {self.username or '(no username)'} with the password {_masked(self.password)}")
+            shown = password or f"the password {_masked(self.password)}"
+            parts.append(f"sign in as {self.username or '(no username)'} with {shown}")
         if self.order is not None:
             parts.append(f"order {self.order.quantity} x {self.order.product}")
         parts += [f"find the {lookup.fact} of {lookup.product}" for lookup in self.find]
@@ -83,11 +85,12 @@ class Goal(BaseModel):
         """Whether typing `text` into `box` is what the confirmed goal asks for, and if not, why not."""
         for secret, own in ((self.password, PASSWORD_BOX), (self.username, USERNAME_BOX)):
             if secret and text.casefold() == secret.casefold() and box != own:
-                return False, f"'{text}' is a credential the user gave; it goes only into the {own} box"
+                return False, f"that is the {own.lower()} from your instruction; it goes only into the {own} box"
         allowed = self.values_for(box)
         if text.casefold() not in {value.casefold() for value in allowed}:
-            what = ", ".join(repr(v) for v in allowed) if box != PASSWORD_BOX else "the password"
-            return False, f"the confirmed goal ({self.describe()}) puts {what or 'nothing'} into the {box} box"
+            what = ", ".join(repr(v) for v in allowed) if box != PASSWORD_BOX else FROM_INSTRUCTION
+            return False, (f"the confirmed goal ({self.describe(FROM_INSTRUCTION)}) puts {what or 'nothing'} "
+                           f"into the {box} box")
         return True, ""
 
     def effect_allowed(self, effect: Effect) -> tuple[bool, str]:
@@ -95,7 +98,7 @@ class Goal(BaseModel):
         if effect.action == "place_order" and self.order is not None \
                 and effect.key == ("place_order", self.order.product, self.order.quantity):
             return True, ""
-        return False, f"{effect.describe()} is not in the confirmed goal ({self.describe()})"
+        return False, f"{effect.describe()} is not in the confirmed goal ({self.describe(FROM_INSTRUCTION)})"
 
 
 def _masked(secret: str | None) -> str:
@@ -111,9 +114,11 @@ def mentioned(instruction: str, name: str) -> bool:
 
 
 def spans(instruction: str) -> list[str]:
-    """The spans a credential may be: each quoted phrase, and each word as written (trailing punctuation off)."""
+    """The spans a credential may be: each quoted phrase, each word as written (trailing punctuation off), and what
+    follows "password" or "username" as `instruction.credentials` reads it, which keeps a "!" or "?" a password
+    may end in (`password hunter2!`); the model chooses among them."""
     words = [word.strip(".,;:!?()\"'") for word in instruction.split()]
-    return list(dict.fromkeys([*quoted(instruction), *(w for w in words if w)]))
+    return list(dict.fromkeys([*quoted(instruction), *(w for w in words if w), *credentials(instruction)]))
 
 
 def goal_schema(instruction: str, catalogue: Iterable[str]) -> dict[str, Any]:

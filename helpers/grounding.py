@@ -26,7 +26,7 @@ import copy
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Final, Literal
 
 from helpers.goal import Goal
 from helpers.instruction import quoted
@@ -38,7 +38,9 @@ NARROWINGS = ("clicks", "typing", "answers", "notes", "moves", "named_effects")
 HANDWRITTEN = ("focus", "no_repeat", "no_backtrack", "fields", "relevance", "order_first", "answer_when_shown",
                "stuck_intents")
 VALUE_MAX_LENGTH = 30  # a price, a count, a SKU, a receipt URL, a product name; not a sentence
-MANY = None  # a count of allowed calls that free text makes too large to list
+# A count of allowed calls that free text makes too large to list: a value of its own, never confused with None or 0.
+MANY: Final = "many"
+Count = int | Literal["many"]
 
 
 @dataclass
@@ -164,8 +166,8 @@ def irreversible_effects(app: CampusStore, variant: dict[str, Any], enter: bool 
 def named_effects(app: CampusStore, goal: Goal | None, variants: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """A call whose effect cannot be undone stays only when the goal asks for exactly that effect (an order of its
     product, in its quantity, as the app says the call would place it); Enter in a box, likewise."""
-    def asked(effects: list) -> bool:
-        return goal is not None and all(goal.effect_allowed(e)[0] for e in effects)
+    def asked(effects: list) -> bool:  # without a goal, nothing irreversible was asked for, and nothing else is weighed
+        return all(goal is not None and goal.effect_allowed(e)[0] for e in effects)
 
     kept = []
     for variant in variants:
@@ -327,17 +329,20 @@ def grounded_step_schema(app: CampusStore, grounding: Grounding,
         variants = no_repeat(grounding.last_call, variants)
     if "no_backtrack" in chosen and "clicks" in chosen:
         variants = no_backtrack(app, grounding.pages, variants)
+    # An empty anyOf allows nothing, and engines fail on it (llama.cpp's converter crashed its server); should the
+    # narrowings ever leave nothing, stopping is still possible.
+    variants = variants or [_free_text("abort")]
     note = notes(grounding.facts) if "notes" in chosen else STEP_SCHEMA["properties"]["note"]
     return {"type": "object", "additionalProperties": False, "required": ["note", "thought", "tool_call"],
             "properties": {"note": note, "thought": STEP_SCHEMA["properties"]["thought"],
                            "tool_call": {"anyOf": variants}}}
 
 
-def allowed_calls(schema: dict[str, Any]) -> int | None:
-    """How many distinct tool calls (tool and arguments) a step schema allows; `MANY` (None) when free text or a
-    free number is among them. One means the schema, not the model, chose the call."""
+def allowed_calls(schema: dict[str, Any]) -> Count:
+    """How many distinct tool calls (tool and arguments) a step schema allows; `MANY` when free text or a free
+    number is among them, 0 when it allows none. One means the schema, not the model, chose the call."""
     tool_call = schema["properties"]["tool_call"]
-    variants = tool_call.get("anyOf") or tool_call.get("oneOf")
+    variants = next((tool_call[key] for key in ("anyOf", "oneOf") if key in tool_call), None)
     if variants is None:
         return MANY
     total = 0
@@ -360,7 +365,7 @@ def _resolve(schema: dict[str, Any], spec: dict[str, Any]) -> dict[str, Any]:
     return spec
 
 
-def _options(spec: dict[str, Any]) -> int | None:
+def _options(spec: dict[str, Any]) -> Count:
     if "const" in spec:
         return 1
     if "enum" in spec:

@@ -27,6 +27,8 @@ CREDENTIAL = re.compile(r"\b(username|password|log in as|sign in as)(?:\s+is|\s*
 WORD = re.compile(r"[A-Za-z][\w-]*|[.!?]")
 NUMBER_WORDS = {word: value for value, word in enumerate(
     "one two three four five six seven eight nine ten".split(), start=1)}
+# How a message refers to a password, which goes back to the model, into traces and records: never by its value.
+FROM_INSTRUCTION = "the password from your instruction"
 # Words that end a name rather than continue it: "the Red mug or the Travel mug", "Search with the box empty".
 STOPWORDS = frozenset("a an and are as at by cost costs for from in is it of on or than that the then to was "
                       "with".split())
@@ -70,14 +72,29 @@ def phrases(instruction: str) -> list[str]:
     return list(dict.fromkeys(found))
 
 
+def passwords(instruction: str) -> list[str]:
+    return [value for value, box in credentials(instruction).items() if box == "Password"]
+
+
+def concealed(text: str, instruction: str) -> str:
+    """`text` with every password of the instruction in it replaced by FROM_INSTRUCTION."""
+    for secret in sorted(passwords(instruction), key=len, reverse=True):
+        text = text.replace(secret, f"[{FROM_INSTRUCTION}]")
+    return text
+
+
 def typing_asked_for(instruction: str, text: str, field: str) -> tuple[bool, str]:
-    """Whether typing `text` into the box `field` is what the instruction asks for, and if not, why not."""
+    """Whether typing `text` into the box `field` is what the instruction asks for, and if not, why not. The reason
+    names no password: it goes back to the model and into traces."""
     meant_for = credentials(instruction).get(text)
     if meant_for is not None and meant_for.lower() != field.lower():
-        return False, f"'{text}' is the {meant_for.lower()} the user gave; it goes only into the {meant_for} box"
+        return False, (f"that is the {meant_for.lower()} from your instruction; it goes only into the {meant_for} "
+                       "box")
     if text not in phrases(instruction):
-        return False, (f"'{text}' is not in the user's instruction; type only what it says: "
-                       f"{', '.join(repr(p) for p in phrases(instruction)) or 'nothing'}")
+        secret = set(passwords(instruction))
+        sayable = [repr(p) for p in phrases(instruction) if p not in secret] + [FROM_INSTRUCTION] * bool(secret)
+        return False, (f"'{concealed(text, instruction)}' is not in the user's instruction; type only what it says: "
+                       f"{', '.join(sayable) or 'nothing'}")
     return True, ""
 
 

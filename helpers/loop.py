@@ -137,7 +137,7 @@ class Turn:
     rung: str | None = None
     decision: dict | None = None
     side_effects: list[dict] = field(default_factory=list)
-    allowed_calls: int | None = None  # how many calls the turn's schema allowed; None when free text made it many
+    allowed_calls: int | str | None = None  # calls the turn's schema allowed, "many" with free text; None: not counted
 
 
 @dataclass

@@ -11,6 +11,7 @@ from helpers.harness import Tracer
 from helpers.goal import GOAL_TOKENS
 from helpers.loop import ModelPolicy, Proposal, ScriptedProposer, execute
 from helpers.world.effects import Ledger
+from helpers.world.screen import masked
 from helpers.world.scripted_policy import ScriptedPolicy
 from helpers.world.tasks import load_tasks, start_app, task_goal
 from helpers.world.users import SimulatedUser
@@ -142,8 +143,8 @@ def test_the_password_banner_is_followed_bare_and_blocked_governed():
               line({"tool_name": "write", "content": app.password, "press_enter": True})]
     bare = run_episode(ReplayPolicy(replies + follow), task, 0, "bare")
     governed = run_episode(ReplayPolicy(replies + follow), task, 0, "governed")
-    leaked = [e for e in bare.side_effects if e["action"] == "type_text" and app.password in e["detail"]
-              and "Search" in e["detail"]]
+    leaked = [e for e in bare.side_effects if e["action"] == "type_text" and "Search" in e["detail"]
+              and masked(app.password) in e["detail"]]  # the record says it with dots, never the password itself
     assert leaked and leaked[0]["executed"] and not leaked[0]["wanted"]
     typed = governed.turns[len(replies) + 1]  # the schema has no such write, and the harness refuses it anyway
     assert typed.rung == "fallback" or typed.decision["cause"] == "not_asked"
@@ -283,3 +284,53 @@ def test_a_reply_that_is_no_step_at_all_enters_nothing():
     episode = run_episode(ReplayPolicy(replies + ['{"tool_call": "Place order"}']), TASKS["injected_order"], 0,
                           "grounded")
     assert episode.side_effects == [e for e in episode.side_effects if e["executed"]]
+
+
+class Watched:
+    """The scripted policy, keeping every conversation it was shown; once, it first types the password into the
+    Username box (the harness refuses that when governed, and says why in a message)."""
+
+    def __init__(self, task_id: str, slip: bool):
+        self.inner, self.name, self.seen, self.slip = scripted(task_id), "watched", [], slip
+
+    def propose(self, messages, app, schema=None):
+        self.seen.append(json.loads(json.dumps(messages)))
+        if self.slip and app.focused == "username":
+            self.slip = False
+            return Proposal(json.dumps({"note": None, "thought": "t", "tool_call": {
+                "tool_name": "write", "content": app.password, "press_enter": False}}))
+        return self.inner.propose(messages, app, schema)
+
+
+def observations(messages: list[dict]) -> list[str]:
+    """What the world and the harness told the agent: every message but the task (the instruction holds the
+    password, as the user wrote it) and the agent's own steps (which type it)."""
+    return [json.dumps(m["content"]) for m in messages[2:] if m["role"] == "user"]
+
+
+SIGN_INS = [("log_in_then_price", "governed", True), ("log_in_then_price", "bare", False),
+            ("sign_in", "governed", False), ("sign_in", "grounded", False)]
+
+
+@pytest.mark.parametrize("task_id,config,slip", SIGN_INS)
+def test_a_typed_password_reaches_no_observation_screen_text_or_tool_output(task_id, config, slip):
+    policy = Watched(task_id, slip)
+    episode = run_episode(policy, TASKS[task_id], 0, config, narrowings=() if slip else NARROWINGS)
+    password = start_app(TASKS[task_id], 0).password
+    assert episode.success and any('type=password value="\u2022' in turn.screen_text for turn in episode.turns)
+    assert not slip or episode.rejections == {"not_asked": 1}
+    shown = [text for messages in policy.seen for text in observations(messages)]
+    assert shown and not any(password in text for text in shown)
+    assert not any(password in turn.screen_text or password in turn.tool_output for turn in episode.turns)
+    assert not any(password in json.dumps(effect) for effect in episode.side_effects)
+
+
+@pytest.mark.xfail(strict=True, reason="needs harness change")
+@pytest.mark.parametrize("task_id,config,slip", SIGN_INS)
+def test_a_typed_password_reaches_no_trace_line_or_episode_record(tmp_path, task_id, config, slip):
+    path = tmp_path / "trace.jsonl"
+    episode = run_episode(Watched(task_id, slip), TASKS[task_id], 0, config, tracer=Tracer(path),
+                          narrowings=() if slip else NARROWINGS)
+    password = start_app(TASKS[task_id], 0).password
+    assert password not in json.dumps(episode.record())
+    assert not path.exists() or password not in path.read_text()

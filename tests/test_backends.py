@@ -11,7 +11,7 @@ from fake_openai_server import FakeServer
 from nbclient import NotebookClient
 from nbclient.exceptions import CellExecutionError
 
-from helpers.runtime import backends
+from helpers.runtime import backends, paths
 from helpers.runtime.backends import (PROBE_ORDER, PROFILES, BackendError, DialectCheck, GuidedRequestError, ProbeResult,
                               choose_backend, connect, dialect_sent, probe, probe_model, resolve_profile)
 from helpers.runtime.dialects import DIALECTS, guided_json
@@ -25,7 +25,8 @@ ENV_NAMES = ["WORKSHOP_BACKEND", "WORKSHOP_MODEL", "WORKSHOP_DIALECT", "NVIDIA_A
 def clean_env(monkeypatch, tmp_path):
     for name in ENV_NAMES:
         monkeypatch.delenv(name, raising=False)
-    monkeypatch.chdir(tmp_path)  # no stray .env file from the developer's checkout
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(paths, "ROOT", tmp_path)  # no stray .env file from the developer's checkout
 
 
 def test_no_keys_means_the_embedded_model():
@@ -57,6 +58,17 @@ def test_unknown_backend_names_the_known_ones(monkeypatch):
 def test_a_dotenv_file_is_read(tmp_path):
     (tmp_path / ".env").write_text("HAI_API_KEY=hai-from-file\n")
     assert choose_backend() == "hcompany"
+
+
+def test_a_dotenv_file_is_read_from_the_checkouts_root_only(monkeypatch, tmp_path):
+    """A `.env` planted in a folder above the checkout (a shared /tmp) or in the working folder is not read."""
+    checkout = tmp_path / "checkout"
+    (checkout / "notebooks").mkdir(parents=True)
+    monkeypatch.setattr(paths, "ROOT", checkout)
+    (tmp_path / ".env").write_text("OPENAI_BASE_URL=http://planted.example/v1\n")
+    monkeypatch.chdir(checkout / "notebooks")
+    (checkout / "notebooks" / ".env").write_text("OPENAI_BASE_URL=http://planted.example/v1\n")
+    assert choose_backend() == "embedded"
 
 
 def test_each_backend_speaks_its_documented_dialect():

@@ -76,6 +76,22 @@ def test_json_object_without_schema_means_any_object():
     assert constraint_from_body({"response_format": {"type": "json_object"}}).kind == "json_object"
 
 
+def test_vllms_structured_outputs_json_object_means_any_object():
+    constraint = constraint_from_body({"structured_outputs": {"json_object": True}})
+    assert (constraint.kind, constraint.field) == ("json_object", "structured_outputs.json_object")
+    assert constraint_from_body({"structured_outputs": {"json_object": False}}) is None
+    written = request_fields("structured_outputs", Constraint("json_object"))
+    assert written == {"extra_body": {"structured_outputs": {"json_object": True}}}
+    assert constraint_from_body(body_of(written)).kind == "json_object"
+
+
+def test_a_key_the_server_refuses_is_not_listed_as_one_it_takes():
+    with pytest.raises(DialectError) as caught:
+        constraint_from_body({"structured_outputs": {"jsn": SCHEMA}})
+    taken = str(caught.value).split(" takes ", 1)[1]
+    assert set(taken.split(", ")) == {"choice", "json", "json_object", "regex"}
+
+
 def test_schema_may_arrive_as_a_json_string():
     assert constraint_from_body({"guided_json": '{"type": "string"}'}).value == {"type": "string"}
 
@@ -91,6 +107,8 @@ def test_schema_may_arrive_as_a_json_string():
     ({"guided_regex": 5}, "guided_regex", "invalid_regex"),
     ({"guided_grammar": "root ::= x"}, "guided_grammar", "unsupported_constraint"),
     ({"structured_outputs": {"grammar": "x"}}, "structured_outputs.grammar", "unsupported_constraint"),
+    ({"structured_outputs": {"structural_tag": "x"}}, "structured_outputs.structural_tag", "unsupported_constraint"),
+    ({"structured_outputs": {"json_object": "yes"}}, "structured_outputs.json_object", "invalid_json_object"),
     ({"response_format": {"type": "yaml"}}, "response_format.type", None),
     ({"response_format": "json"}, "response_format", None),
     ({"response_format": {"type": "json_schema", "json_schema": {"name": "x"}}},

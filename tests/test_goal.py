@@ -3,16 +3,17 @@
 The phrasings come from data/tasks.json (the one source) and from the whole catalogue; the checks walk the scripted
 reference path of every task through every configuration's schema.
 """
+import json
 from dataclasses import replace
 
 import pytest
 from jsonschema import Draft202012Validator
 
 from helpers.agent import CONFIGS, READS_GOAL, parse_goal, run_episode, schema_for
-from helpers.goal import EXAMPLES, Goal, goal_messages, goal_schema, mentioned, spans
+from helpers.goal import EXAMPLES, GOAL_TOKENS, Goal, goal_messages, goal_schema, mentioned, spans
 from helpers.grounding import Grounding, allowed_calls, irreversible_effects
 from helpers.harness import Context, Decision, HarnessBreach, check_what_ran, decide
-from helpers.loop import ScriptedProposer, execute
+from helpers.loop import ModelPolicy, Proposal, ScriptedProposer, execute, observation_message
 from helpers.world.effects import Effect
 from helpers.world.screen import CATALOG
 from helpers.world.scripted_policy import ScriptedPolicy
@@ -63,6 +64,28 @@ def test_a_name_inside_another_word_is_no_mention():
 
 def test_a_quoted_credential_with_a_space_is_one_span():
     assert "open sesame" in spans("Sign in with username ada and password 'open sesame', then answer 'signed in'.")
+
+
+@pytest.mark.parametrize("text,password", [("Sign in with password hunter2! Then answer 'done'.", "hunter2!"),
+                                           ("Log in as ada, password why?not, and stop.", "why?not"),
+                                           ("Sign in with password lovelace42.", "lovelace42")])
+def test_a_password_that_ends_in_punctuation_is_a_span_as_written(text, password):
+    assert password in spans(text)
+    assert Draft202012Validator(goal_schema(text, CATALOG)).is_valid(
+        {"sign_in": True, "username": None, "password": password, "order": None, "find": []})
+
+
+def test_a_refusal_of_the_confirmed_goal_never_carries_the_password():
+    task = TASKS["injected_password"]
+    app = start_app(task, 0)
+    goal = goal_of(task, app)
+    refusals = [goal.typing_allowed(app.password, "Search products"), goal.typing_allowed("hello", "Password"),
+                goal.typing_allowed(app.password.upper(), "Username"), goal.typing_allowed("x", "Search products"),
+                goal.effect_allowed(Effect("place_order", "1 x Red mug", True, ("place_order", "Red mug", 1)))]
+    for allowed, why in refusals:
+        assert not allowed and app.password.casefold() not in why.casefold()
+        assert app.password[0] + "*" not in why  # not even the masked form the user confirms
+    assert "the password from your instruction" in refusals[1][1]
 
 
 def test_a_goal_outside_its_schema_is_no_reading():
@@ -188,11 +211,35 @@ def test_every_product_in_the_catalogue_can_be_ordered_and_asked_about(product):
         assert episode.success and episode.goal_confirmed, (task.id, episode.outcome)
 
 
+class ReadsTheScreen(ModelPolicy):
+    """A model whose reading of the goal follows whatever it is shown: before any screen, the task's own goal; once a
+    screen is in the conversation, a wrong one (an order the user never asked for). Its steps are the scripted
+    reference path's."""
+
+    def __init__(self, task: Task, app):
+        self.name, self.policy = "reads-the-screen", ScriptedPolicy(task)
+        self.right = task_goal(task, app)
+        product = (self.right["order"] or {}).get("product") or self.right["find"][0]["product"]
+        quantity = 2 if self.right["order"] == {"product": product, "quantity": 1} else 1
+        self.wrong = {**self.right, "order": {"product": product, "quantity": quantity}}
+
+    def propose(self, messages, app, schema=None, max_tokens=None) -> Proposal:
+        if max_tokens != GOAL_TOKENS:
+            return Proposal(self.policy.next_step(app).model_dump_json())
+        return Proposal(json.dumps(self.wrong if "<observation>" in json.dumps(messages) else self.right))
+
+
 @pytest.mark.parametrize("task_id", ["injected_order", "injected_password", "injected_reorder"])
 def test_an_injected_screen_does_not_change_the_confirmed_goal(task_id):
+    """The goal is read before the first screen and never again: a model that reads a wrong goal off a page is
+    never shown one while it reads."""
     task = TASKS[task_id]
-    episode = run_episode(ScriptedProposer(ScriptedPolicy(task)), task, 0, "governed")
-    assert episode.goal == task_goal(task, start_app(task, 0)) and episode.goal_confirmed
+    app = start_app(task, 0)
+    policy = ReadsTheScreen(task, app)
+    shown = goal_messages("x", {}) + [observation_message(app)]
+    assert json.loads(policy.propose(shown, app, max_tokens=GOAL_TOKENS).raw) != task_goal(task, app)  # it can fail
+    episode = run_episode(policy, task, 0, "governed")
+    assert episode.goal_source == "model" and episode.goal == task_goal(task, app) and episode.goal_confirmed
     assert not any(e["executed"] and not e["wanted"] for e in episode.side_effects)
 
 

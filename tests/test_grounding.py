@@ -134,21 +134,57 @@ def test_no_repeat_drops_the_identical_last_action_only():
     assert no_repeat(None, variants) == variants
 
 
+def llguidance_accepts(schema: dict, value: dict) -> bool:
+    """Compile `schema` as the embedded server does (llguidance) and feed it `value` as the server writes JSON."""
+    from llguidance import LLTokenizer
+
+    from helpers.runtime.dialects import Constraint
+    from helpers.server.guidance import compile_matcher
+
+    tokenizer = LLTokenizer("byte")
+    matcher = compile_matcher(Constraint("json_schema", schema, "schema"), tokenizer)
+    return matcher.consume_tokens(tokenizer.tokenize_str(json.dumps(value))) and matcher.is_accepting()
+
+
 @pytest.mark.parametrize("chosen", [[], ["clicks"], ["typing"], ["answers"], ["notes"], list(NARROWINGS),
                                     [*NARROWINGS, *HANDWRITTEN]])
-def test_every_combination_is_a_closed_schema_llguidance_can_take(chosen):
+@pytest.mark.parametrize("goal", [PRICE, None], ids=["goal", "no-goal"])
+def test_every_combination_is_a_closed_schema_llguidance_can_take(chosen, goal):
     app = product_page()
-    grounding = Grounding("What does the Red mug cost? Answer with the price.", PRICE)
+    grounding = Grounding("What does the Red mug cost? Answer with the price.", goal)
     grounding.observe(app)
     schema = grounded_step_schema(app, grounding, chosen)
     Draft202012Validator.check_schema(schema)
-    assert schema["additionalProperties"] is False and "oneOf" not in json.dumps(schema)
-    price = app.products["Red mug"].price
-    assert valid(schema, step({"tool_name": "answer", "content": price}, note=f"Price: {price}"))
-    assert valid(schema, step({"tool_name": "answer", "content": "$0.01"})) is ("answers" not in chosen)
+    assert schema["additionalProperties"] is False
     assert "oneOf" not in json.dumps(schema)  # llguidance refuses a oneOf without a discriminator
-    assert valid(schema, step({"tool_name": "abort", "reason": "x"}, note="the user approved")) is \
-        ("notes" not in chosen)
+    price = app.products["Red mug"].price
+    right = step({"tool_name": "answer", "content": price}, note=f"Price: {price}")
+    made_up = step({"tool_name": "answer", "content": "$0.01"})
+    forged = step({"tool_name": "abort", "reason": "x"}, note="the user approved")
+    assert valid(schema, right) and llguidance_accepts(schema, right)
+    assert valid(schema, made_up) is llguidance_accepts(schema, made_up) is ("answers" not in chosen)
+    assert valid(schema, forged) is llguidance_accepts(schema, forged) is ("notes" not in chosen)
+
+
+def test_without_a_goal_every_call_with_no_irreversible_effect_stays():
+    app = product_page()
+    grounding = Grounding("What does the Red mug cost?")
+    grounding.observe(app)
+    without = calls(grounded_step_schema(app, grounding, [n for n in NARROWINGS if n != "named_effects"]))
+    kept = calls(grounded_step_schema(app, grounding))
+    assert kept == [v for v in without if v["properties"].get("element", {}).get("const") != "Place order"]
+    assert len(kept) == len(without) - 1
+
+
+def test_a_schema_that_allows_nothing_counts_zero_calls_and_is_never_built():
+    assert allowed_calls({"properties": {"tool_call": {"anyOf": []}}}) == 0
+    assert MANY is not None and MANY != 0 and allowed_calls(STEP_SCHEMA) == MANY
+    app = product_page()
+    grounding = Grounding("What does the Red mug cost?")
+    grounding.observe(app)
+    grounding.last_call = {"tool_name": "abort", "reason": "x"}
+    for chosen in (NARROWINGS, [*NARROWINGS, *HANDWRITTEN]):
+        assert calls(grounded_step_schema(app, grounding, chosen))
 
 
 def test_an_unknown_narrowing_is_refused():

@@ -1,7 +1,7 @@
 """Reading the user's instruction: phrases, names, numbers and credentials, by rules that name no task."""
 import pytest
 
-from helpers.instruction import credentials, names, numbers, phrases, quoted, typing_asked_for
+from helpers.instruction import FROM_INSTRUCTION, credentials, names, numbers, phrases, quoted, typing_asked_for
 
 SIGN_IN = "Sign in with username ada and password lovelace42, then answer 'signed in'."
 
@@ -65,3 +65,13 @@ def test_an_apostrophe_inside_a_word_opens_no_quote():
 ])
 def test_numbers_in_digits_and_words(text, expected):
     assert numbers(text) == expected
+
+
+@pytest.mark.parametrize("text,field", [("lovelace42", "Search products"), ("lovelace42", "Username"),
+                                        ("hello", "Search products"), ("lovelace42 now", "Search products"),
+                                        ("ada", "Password")])
+def test_a_refusal_names_the_password_only_as_the_one_from_the_instruction(text, field):
+    """The reason goes back to the model and into traces and records: it never carries the password."""
+    verdict, why = typing_asked_for(SIGN_IN, text, field)
+    assert not verdict and "lovelace42" not in why
+    assert FROM_INSTRUCTION in why or "username from your instruction" in why

@@ -113,3 +113,30 @@ def test_accessibility_tree_lists_role_name_box_and_focus():
     tree = app.accessibility_tree()
     assert tree.startswith("page: store.northfield.edu/signin")
     assert 'textbox "Username" type=text value="" focused box=[' in tree and "center=[" in tree
+
+
+def signin_with_typed_password(password: str) -> tuple[CampusStore, str]:
+    app = CampusStore(0)
+    app.password = password
+    app.click(*center(app, "Password"))
+    return app, app.write(password)
+
+
+def test_a_password_box_shows_dots_in_the_tree_the_screenshot_the_reply_and_the_effect():
+    app, said = signin_with_typed_password("lovelace42")
+    assert 'textbox "Password" type=password value="\u2022\u2022\u2022\u2022\u2022\u2022\u2022\u2022\u2022\u2022"' \
+        in app.accessibility_tree()
+    assert "lovelace42" not in app.accessibility_tree() and "lovelace42" not in said
+    assert all("lovelace42" not in effect.detail for effect in app.effects)
+    assert app.effects[0].text == "lovelace42"  # the app keeps the value: it signs in with it
+    # The screenshot depends on the password's length only: another password of that length draws the same image.
+    assert app.png() == signin_with_typed_password("hopper7xyz")[0].png()
+    assert app.png() != signin_with_typed_password("hopper7")[0].png()
+
+
+def test_the_accounts_password_typed_into_another_box_is_dots_in_the_reply_and_the_effect():
+    app = home()
+    app.click(*center(app, "Search products"))
+    said = app.write(app.password, press_enter=False)
+    assert app.password not in said and app.password not in app.effects[-1].detail
+    assert "Search products" in app.effects[-1].detail

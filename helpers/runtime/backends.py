@@ -130,12 +130,16 @@ class Connection:
 # --- settings -------------------------------------------------------------------------------------------------
 
 def _dotenv(name: str) -> str | None:
+    """A setting from the `.env` file at the checkout's root, and nowhere else: looked up through the parent folders,
+    a checkout under /tmp would read a `.env` any user can plant there, and send prompts and keys where it says."""
     try:
-        from dotenv import dotenv_values, find_dotenv
+        from dotenv import dotenv_values
     except ImportError:
         return None
-    path = find_dotenv(usecwd=True)
-    return dotenv_values(path).get(name) if path else None
+    from helpers.runtime.paths import ROOT
+
+    path = ROOT / ".env"
+    return dotenv_values(path).get(name) if path.is_file() else None
 
 
 def _colab_secret(name: str) -> str | None:

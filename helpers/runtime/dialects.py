@@ -44,7 +44,9 @@ DIALECTS: dict[str, str] = {
     "prompt_only": "no constraint: the schema travels in the prompt alone",
 }
 
-STRUCTURED_OUTPUTS_KEYS: dict[str, ConstraintKind] = {"json": "json_schema", "choice": "choice", "regex": "regex"}
+# vLLM's StructuredOutputsParams declares `json_object: bool | None`: true asks for any JSON object.
+STRUCTURED_OUTPUTS_KEYS: dict[str, ConstraintKind] = {"json": "json_schema", "json_object": "json_object",
+                                                      "choice": "choice", "regex": "regex"}
 LEGACY_KEYS: dict[str, ConstraintKind] = {"guided_json": "json_schema", "guided_choice": "choice", "guided_regex": "regex"}
 # Grammars in a server's own syntax (GBNF, Lark, vLLM's structural tags) are not translated here.
 UNSUPPORTED_KEYS = ("guided_grammar", "grammar", "structural_tag")
@@ -80,7 +82,8 @@ def request_fields(dialect: str, constraint: Constraint | None, name: str = "out
         return {}
     kind, value = constraint.kind, constraint.value
     if dialect == "structured_outputs":
-        return {"extra_body": {"structured_outputs": {_key_for(STRUCTURED_OUTPUTS_KEYS, kind, dialect): value}}}
+        flag = True if kind == "json_object" else value
+        return {"extra_body": {"structured_outputs": {_key_for(STRUCTURED_OUTPUTS_KEYS, kind, dialect): flag}}}
     if dialect == "guided_json":
         return {"extra_body": {_key_for(LEGACY_KEYS, kind, dialect): value}}
     if dialect == "nvext":
@@ -119,6 +122,10 @@ def _schema(value: Any, field: str) -> Constraint:
 def _checked(kind: ConstraintKind, value: Any, field: str) -> Constraint:
     if kind == "json_schema":
         return _schema(value, field)
+    if kind == "json_object":
+        if value is not True:
+            raise DialectError(f"{field} must be true or false, got {value!r}", field, "invalid_json_object")
+        return Constraint("json_object", None, field)
     if kind == "choice":
         if not (isinstance(value, list) and value and all(isinstance(c, str) and c for c in value)):
             raise DialectError(f"{field} must be a non-empty list of non-empty strings", field, "invalid_choice")
@@ -135,8 +142,9 @@ def _refuse_unknown_keys(container: dict, known: set[str], where: str) -> None:
             raise DialectError(f"{where}.{key} is not implemented by this server; remove it",
                                f"{where}.{key}", "unsupported_parameter")
         if key not in known and key not in NOT_IMPLEMENTED_KEYS.get(where, ()):
+            taken = sorted(set(known) - set(UNSUPPORTED_KEYS))  # a key it refuses is not one it takes
             raise DialectError(f"{where}.{key} is not a field this server knows; {where} takes "
-                               f"{', '.join(sorted(known))}", f"{where}.{key}", "unknown_parameter")
+                               f"{', '.join(taken)}", f"{where}.{key}", "unknown_parameter")
 
 
 def _from_table(container: dict, table: dict[str, ConstraintKind], prefix: str) -> list[Constraint]:
@@ -144,8 +152,8 @@ def _from_table(container: dict, table: dict[str, ConstraintKind], prefix: str) 
         if container.get(key) is not None:
             raise DialectError(f"{prefix}{key} is not supported by this server; use a JSON schema, "
                                "a choice list or a regex", prefix + key, "unsupported_constraint")
-    return [_checked(kind, container[key], prefix + key)
-            for key, kind in table.items() if container.get(key) is not None]
+    return [_checked(kind, container[key], prefix + key) for key, kind in table.items()
+            if container.get(key) is not None and not (kind == "json_object" and container[key] is False)]
 
 
 def _from_container(body: dict, name: str, table: dict[str, ConstraintKind]) -> list[Constraint]:

@@ -29,6 +29,7 @@ import re
 import shutil
 import signal
 import socket
+import stat
 import struct
 import subprocess
 import sys
@@ -103,9 +104,31 @@ def base_url(port: int) -> str:
     return f"http://{HOST}:{port}/v1"
 
 
-def log_path(port: int) -> Path:
+def log_folder() -> Path:
+    """This user's folder for server logs, in the temporary folder: created with mode 0700, and used only when it is
+    a folder (not a link) of this user that nobody else may enter. A predictable path in a folder everyone writes to
+    is one another user can plant a link at, to have the log written over a file of their choosing."""
     user = re.sub(r"[^A-Za-z0-9_.-]", "_", current_user())
-    return Path(tempfile.gettempdir()) / f"workshop-server-{user}-{port}.log"
+    folder = Path(tempfile.gettempdir()) / f"workshop-{user}"
+    try:
+        folder.mkdir(mode=0o700)
+    except FileExistsError:
+        pass
+    info = folder.lstat()
+    owner = getattr(os, "getuid", lambda: info.st_uid)()
+    if not stat.S_ISDIR(info.st_mode) or info.st_uid != owner or info.st_mode & 0o077:
+        raise PermissionError(f"{folder} is not a private folder of this user (it is a link, another user's, or open "
+                              "to others); remove it, or set TMPDIR to a folder of your own")
+    return folder
+
+
+def log_path(port: int) -> Path:
+    return log_folder() / f"server-{port}.log"
+
+
+def open_log(path: Path) -> int:
+    """The log file, emptied, opened for writing without following a link (a file descriptor)."""
+    return os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | getattr(os, "O_NOFOLLOW", 0), 0o600)
 
 
 def health(port: int, timeout: float = 1.0) -> dict | None:
@@ -275,7 +298,7 @@ def start_server(port: int | None = None, ready_timeout: float = 60.0, extra_arg
     command = [sys.executable, "-m", "helpers.server", "--port", str(port), *extra_args]
     if owner := os.environ.get(OWNER_PID_VARIABLE):
         command += ["--exit-with", owner]
-    with open(log, "w") as log_file:
+    with os.fdopen(open_log(log), "w") as log_file:
         process = subprocess.Popen(command, stdout=log_file, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                                    env=env, start_new_session=True)
     deadline = time.monotonic() + ready_timeout

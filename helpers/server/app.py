@@ -55,8 +55,10 @@ DEFAULT_SOCKET_TIMEOUT_S = 30.0
 OWNER_POLL_S = 2.0
 CONTENT_LENGTH = re.compile(r"[0-9]{1,20}")
 # Preparing a request (tokenising its prompt, compiling its grammar) runs outside the queue, so that its errors are
-# known before it waits for the model. It is bounded instead: this many at once (two cores), each given at most
-# PREPARE_S from the moment it asks for a turn; a preparation still running then keeps its turn until it ends.
+# known before it waits for the model. It is bounded instead: this many at once (two cores). A request waits at most
+# PREPARE_S for a turn (then 429: the server is busy, not the request at fault), and its preparation is given at most
+# PREPARE_S from the moment it has one (then 400: that request is too slow to prepare); a preparation still running
+# then keeps its turn until it ends.
 PREPARING_AT_ONCE = 2
 PREPARE_S = 10.0
 # While every connection's thread is taken, the accepting loop waits for one and checks this often for a shutdown.
@@ -214,11 +216,13 @@ class Handler(BaseHTTPRequestHandler):
                                None, "unreadable_request") from None
 
     def prepare(self, request: ChatRequest) -> Job:
-        """`engine.prepare`, at most PREPARING_AT_ONCE at a time and within PREPARE_S, or a 429 or 400 saying so."""
-        server, started = self.server, time.monotonic()
+        """`engine.prepare`, at most PREPARING_AT_ONCE at a time and within PREPARE_S of getting a turn, or a 429 or
+        400 saying so."""
+        server = self.server
         if not server.preparing.acquire(timeout=PREPARE_S):
             raise RequestError(f"the server is busy: {PREPARING_AT_ONCE} requests are being prepared; retry", None,
                                "server_busy", 429, "rate_limit_error", server.engine.queue.retry_after())
+        started = time.monotonic()  # time spent waiting for the turn is the server's, not this request's
         outcome: concurrent.futures.Future = concurrent.futures.Future()
 
         def work() -> None:

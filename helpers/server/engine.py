@@ -24,6 +24,8 @@ from __future__ import annotations
 import codecs
 import importlib.util
 import os
+import re
+import secrets
 import time
 from dataclasses import dataclass, field
 from functools import partial
@@ -146,6 +148,22 @@ def may_be_forced(matcher: Any) -> bool:
     Where only end-of-text could follow, the matcher has already stopped and decoding has ended.
     """
     return bool(matcher.compute_ff_bytes())
+
+
+def control_tokens(llm: Any) -> re.Pattern:
+    """A pattern that splits text at the vocabulary's control tokens (`<|im_start|>`, `<|im_end|>`, ...), each in a
+    group of its own: the tokens llama.cpp parses in text only when told to (its CONTROL and UNKNOWN attributes),
+    the longest first, as llama.cpp matches them."""
+    import llama_cpp
+
+    parsed_only_when_told = llama_cpp.LLAMA_TOKEN_ATTR_CONTROL | llama_cpp.LLAMA_TOKEN_ATTR_UNKNOWN
+    texts = {llm.detokenize([token], special=True).decode("utf-8", errors="replace")
+             for token in range(llm.n_vocab()) if llama_cpp.llama_vocab_get_attr(llm._model.vocab, token)
+             & parsed_only_when_told}
+    texts.discard("")
+    if not texts:
+        return re.compile("(?!)")  # never matches: nothing to split at
+    return re.compile("(" + "|".join(re.escape(t) for t in sorted(texts, key=len, reverse=True)) + ")")
 
 
 def percentile(values: list[float], q: float) -> float | None:
@@ -285,6 +303,7 @@ class Engine:
         self.tokenizer = lltokenizer_from_vocab(self.llm._model.vocab, slices=TOKEN_SLICES)
         self.formatter = Jinja2ChatFormatter(template=self.llm.metadata["tokenizer.chat_template"],
                                              eos_token="<|im_end|>", bos_token="<|im_start|>")
+        self.control = control_tokens(self.llm)
         self.queue = queue or RequestQueue()
 
     @property
@@ -297,13 +316,50 @@ class Engine:
 
     def prompt_tokens(self, messages: list[dict[str, str]]) -> list[int]:
         """The prompt's tokens; a prompt too long for the context in bytes is refused before tokenising, which
-        takes about 0.7 s a megabyte on the 2-core development machine."""
-        prompt = self.formatter(messages=messages).prompt.encode()
-        if len(prompt) > self.prompt_byte_limit:
-            raise RequestError(f"the prompt is {len(prompt)} bytes; no prompt over {self.prompt_byte_limit} bytes "
+        takes about 0.7 s a megabyte on the 2-core development machine.
+
+        Only the chat template's own scaffolding may hold control tokens. A message's content, page text and tool
+        output included, is tokenised as text: `<|im_start|>system` written in it is those characters, not a turn
+        of its own. The prompt is cut where llama.cpp cuts it at control tokens and each piece between them is
+        tokenised alike, so a prompt whose content holds no control token's text gets exactly the ids that
+        tokenising it whole with special tokens on gave.
+        """
+        pieces = self.prompt_pieces(messages)
+        size = sum(len(text.encode()) for text, _ in pieces)
+        if size > self.prompt_byte_limit:
+            raise RequestError(f"the prompt is {size} bytes; no prompt over {self.prompt_byte_limit} bytes "
                                f"fits this model's context of {self.n_ctx} tokens (its longest token is "
                                f"{self.longest_token} bytes)", "messages", "context_length_exceeded")
-        return self.llm.tokenize(prompt, add_bos=False, special=True)
+        tokens: list[int] = []
+        text = ""
+        for piece, is_content in pieces:
+            parts = [piece] if is_content else self.control.split(piece)
+            for i, part in enumerate(parts):
+                if i % 2 == 0:
+                    text += part
+                    continue
+                if text:
+                    tokens += self.llm.tokenize(text.encode(), add_bos=False, special=False)
+                    text = ""
+                tokens += self.llm.tokenize(part.encode(), add_bos=False, special=True)
+        if text:
+            tokens += self.llm.tokenize(text.encode(), add_bos=False, special=False)
+        return tokens
+
+    def prompt_pieces(self, messages: list[dict[str, str]]) -> list[tuple[str, bool]]:
+        """The rendered prompt as (text, is a message's content) pieces, in order: the template is rendered with a
+        random mark in place of each content, and the marks are then replaced by the contents."""
+        prompt = self.formatter(messages=messages).prompt
+        nonce = secrets.token_hex(8)
+        marks = [f"\x00{nonce}-{i}\x00" for i in range(len(messages))]
+        scaffold = self.formatter(messages=[{**m, "content": mark} for m, mark in zip(messages, marks)]).prompt
+        pieces: list[tuple[str, bool]] = []
+        for i, part in enumerate(re.split(f"\x00{nonce}-([0-9]+)\x00", scaffold)):
+            pieces.append((messages[int(part)]["content"], True) if i % 2 else (part, False))
+        if "".join(text for text, _ in pieces) != prompt:
+            raise RuntimeError("the chat template changes a message's content, so it cannot be told apart from the "
+                               "template's own text")
+        return [(text, is_content) for text, is_content in pieces if text]
 
     def prepare(self, request: ChatRequest) -> Job:
         """Tokenize, check the context budget and compile the grammar; raise `RequestError` on any problem."""

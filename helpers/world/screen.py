@@ -24,6 +24,9 @@ CATALOG = ["Blue mug", "Red mug", "Travel mug", "Mug warmer", "Campus hoodie", "
 CLICKABLE = {"textbox", "button", "link"}
 # What each text box takes, as an HTML form declares it with <input type=...>.
 INPUT_TYPES = {"username": "text", "password": "password", "query": "search", "quantity": "number"}
+# What a password box shows for each character, in the tree and the screenshot alike, as a browser does: the
+# typed value stays in the app (it signs in with it) and never reaches what the agent sees, its traces or records.
+MASK = "\u2022"
 
 
 @dataclass(frozen=True)
@@ -45,6 +48,11 @@ class Element:
     @property
     def input_type(self) -> str | None:
         return INPUT_TYPES.get(self.target) if self.role == "textbox" else None
+
+    @property
+    def shown_value(self) -> str:
+        """The value as the screen shows it: a password as one dot per character."""
+        return masked(self.value) if self.input_type == "password" else self.value
 
     def grid_box(self) -> tuple[int, int, int, int]:
         """The box on Holo3's 0-1000 grid."""
@@ -158,7 +166,7 @@ class CampusStore:
         """The screen as text, for models that cannot see the screenshot: role, name, box and center on the grid."""
         lines = [f"page: {self.url}"]
         for i, el in enumerate(self.elements(), 1):
-            value = f' type={el.input_type} value="{el.value}"' if el.role == "textbox" else ""
+            value = f' type={el.input_type} value="{el.shown_value}"' if el.role == "textbox" else ""
             focus = " focused" if el.role == "textbox" and el.target == self.focused else ""
             lines.append(f'[{i}] {el.role} "{el.name}"{value}{focus} box={list(el.grid_box())} '
                          f"center={list(el.grid_center())}")
@@ -204,7 +212,7 @@ class CampusStore:
             return "nothing is focused: click a text field first"
         self.effects.extend(self._typing(content))
         self.fields[self.focused] = self.fields.get(self.focused, "") + content
-        said = f"typed '{content}' into the {self.focused} field"
+        said = f"typed '{self._shown(content)}' into the {self.focused} field"
         if not press_enter:
             return said
         submit = {"username": "signin", "password": "signin", "query": "search", "quantity": "order"}
@@ -288,10 +296,17 @@ class CampusStore:
             return typed
         return []
 
+    def _shown(self, content: str) -> str:
+        """Typed text as a reply or a record of the typing says it: into a password box, as dots; the account's
+        password typed into any other box, as dots too (a page may ask for it to be typed where it shows)."""
+        if INPUT_TYPES.get(self.focused or "") == "password":
+            return masked(content)
+        return content.replace(self.password, masked(self.password)) if self.password else content
+
     def _typing(self, content: str) -> list[Effect]:
         label = next((el.name for el in self.elements() if el.role == "textbox" and el.target == self.focused),
                      self.focused or "")
-        return [Effect("type_text", f"'{content}' into {label}", False, ("type_text", label, content),
+        return [Effect("type_text", f"'{self._shown(content)}' into {label}", False, ("type_text", label, content),
                        text=content, field=label)]
 
     def _would_order(self, quantity: str | None = None) -> list[Effect]:
@@ -307,6 +322,10 @@ class CampusStore:
                       ("place_order", product.name, quantity))
 
 
+def masked(text: str) -> str:
+    return MASK * len(text)
+
+
 def _draw_element(draw: ImageDraw.ImageDraw, el: Element, focused: bool, font: ImageFont.ImageFont) -> None:
     x0, y0, x1, y1 = el.box
     if el.role == "button":
@@ -314,7 +333,7 @@ def _draw_element(draw: ImageDraw.ImageDraw, el: Element, focused: bool, font: I
         draw.text((x0 + 14, y0 + 9), el.name, fill="white", font=font)
     elif el.role == "textbox":
         draw.rectangle(el.box, outline="#d8872e" if focused else "#888888", width=3 if focused else 1)
-        draw.text((x0 + 10, y0 + 9), el.value or el.name, fill="black" if el.value else "#999999", font=font)
+        draw.text((x0 + 10, y0 + 9), el.shown_value or el.name, fill="black" if el.value else "#999999", font=font)
     elif el.role == "link":
         color = "white" if y1 < 56 else "#1a56c4"  # header links sit on the dark title bar
         draw.text((x0, y0 + 9), el.name, fill=color, font=font)

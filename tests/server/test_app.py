@@ -46,6 +46,8 @@ class StubEngine:
         try:
             if text == "long preparation":
                 time.sleep(0.3)
+            elif text == "slow preparation":
+                time.sleep(0.6)
             elif text == "stuck preparation":
                 self.released.wait(30)
         finally:
@@ -289,6 +291,30 @@ def test_preparations_run_at_most_two_at_once(app):
         statuses = list(pool.map(lambda _: exchange(app, post("long preparation"))[0], range(6)))
     assert statuses.count(200) >= 2 and set(statuses) <= {200, 429}
     assert app.engine.most_preparing == PREPARING_AT_ONCE == 2
+
+
+def test_waiting_for_a_turn_to_prepare_does_not_count_against_the_preparation(app, monkeypatch):
+    """Queued behind two slow preparations, a request whose own preparation fits the budget is answered, not blamed:
+    its budget starts when it gets its turn."""
+    monkeypatch.setattr(app_module, "PREPARE_S", 0.8)
+    with concurrent.futures.ThreadPoolExecutor(3) as pool:
+        ahead = [pool.submit(exchange, app, post("slow preparation")) for _ in range(PREPARING_AT_ONCE)]
+        time.sleep(0.1)
+        queued = pool.submit(exchange, app, post("slow preparation"))
+        assert [future.result()[0] for future in ahead] == [200, 200]
+        status, _, payload = queued.result()
+    assert status == 200, payload
+
+
+def test_a_request_that_gets_no_turn_to_prepare_in_time_is_told_the_server_is_busy(app, monkeypatch):
+    monkeypatch.setattr(app_module, "PREPARE_S", 0.5)
+    with concurrent.futures.ThreadPoolExecutor(PREPARING_AT_ONCE) as pool:
+        for _ in range(PREPARING_AT_ONCE):
+            pool.submit(exchange, app, post("stuck preparation"))
+        time.sleep(0.2)
+        status, headers, payload = exchange(app, post())
+        app.engine.released.set()
+    assert (status, error_of(payload)["code"]) == (429, "server_busy") and int(headers["retry-after"]) >= 1
 
 
 def test_a_preparation_that_takes_too_long_is_answered_and_others_are_still_prepared(app, monkeypatch):

@@ -219,6 +219,37 @@ def test_the_server_leaves_with_the_lab_that_started_it(monkeypatch):
         stop_server(port)
 
 
+def test_the_log_lives_in_a_folder_only_its_user_may_enter(monkeypatch, tmp_path):
+    monkeypatch.setattr(control.tempfile, "gettempdir", lambda: str(tmp_path))
+    log = control.log_path(8765)
+    assert log.parent.parent == tmp_path and (log.parent.stat().st_mode & 0o777) == 0o700
+    os.close(control.open_log(log))
+    assert (log.stat().st_mode & 0o777) == 0o600
+
+
+def test_a_planted_log_folder_or_log_link_is_refused(monkeypatch, tmp_path):
+    monkeypatch.setattr(control.tempfile, "gettempdir", lambda: str(tmp_path))
+    folder = control.log_folder()
+    victim = tmp_path / "victim"
+    victim.write_text("precious")
+    (folder / "server-8765.log").symlink_to(victim)
+    with pytest.raises(OSError):
+        control.open_log(control.log_path(8765))
+    assert victim.read_text() == "precious"
+    (folder / "server-8765.log").unlink()
+    folder.rmdir()
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir(mode=0o700)
+    folder.symlink_to(elsewhere)  # a link planted where the folder goes
+    with pytest.raises(PermissionError, match="not a private folder"):
+        control.log_path(8765)
+    folder.unlink()
+    folder.mkdir(mode=0o755)
+    folder.chmod(0o777)  # a folder others may write into
+    with pytest.raises(PermissionError, match="not a private folder"):
+        control.log_path(8765)
+
+
 def test_missing_packages_are_named_with_the_fix(monkeypatch):
     real_find_spec = importlib.util.find_spec
     monkeypatch.setattr(importlib.util, "find_spec",
