@@ -42,7 +42,7 @@ from pydantic import ValidationError
 from helpers.goal import GOAL_TOKENS, Goal, goal_messages, goal_schema, refusal_message
 from helpers.grounding import HANDWRITTEN, NARROWINGS, Grounding, allowed_calls, grounded_step_schema
 from helpers.harness import Context, Tracer, User, exhausted, governed_turn, record_effects
-from helpers.instruction import Instruction
+from helpers.instruction import Instruction, conceal, passwords
 from helpers.ladder import Contract, Reply, climb, model_repair, step_fallback
 from helpers.loop import (EVICTED, Acted, ModelPolicy, Policy, Proposal, Turn, apply_step, per_screen_schema,
                           run_turns, system_prompt, tool_output_message)
@@ -210,15 +210,21 @@ class Episode:
     seconds: float = 0.0
     turns: list[Turn] = field(default_factory=list)
     user_questions: list[str] = field(default_factory=list)
+    secrets: list[str] = field(default_factory=list, repr=False)  # passwords the user gave: kept out of every record
 
     def record(self) -> dict:
-        """The episode without its turns: what the benchmark's JSON holds."""
-        return {k: v for k, v in asdict(self).items() if k != "turns"}
+        """The episode without its turns, every password concealed: what the benchmark's JSON holds."""
+        data = {k: v for k, v in asdict(self).items() if k not in ("turns", "secrets")}
+        return json.loads(conceal(json.dumps(data), self.secrets))
 
     def read(self, reading: GoalReading | None) -> int:
         """Note the goal step; returns the tokens it spent, which count toward the episode's budget."""
+        self.secrets = passwords(self.instruction)
         if reading is None:
             return 0
+        # A password the user confirmed is theirs; one the model read into an unconfirmed goal may be any word.
+        self.secrets += [reading.goal.password] if reading.confirmed and reading.goal and reading.goal.sign_in \
+            and reading.goal.password else []
         self.goal = reading.goal.model_dump() if reading.goal else None
         self.goal_source, self.goal_confirmed, self.goal_reads = reading.source, reading.confirmed, len(reading.replies)
         self.goal_tokens = _tokens(reading.usages)
@@ -294,6 +300,7 @@ class Run:
     single_option_steps: int = 0
     repairs: int = 0
     fallbacks: int = 0
+    secrets: list[str] = field(default_factory=list)
 
     def schema(self, app: CampusStore) -> dict:
         self.grounding.observe(app)
@@ -328,7 +335,8 @@ class Run:
         if self.tracer is not None:
             self.tracer.write(self.ctx.steps_used - 1, proposal.raw, ladder, decision,
                               proposal.seconds + time.perf_counter() - started,
-                              total_usage([usage for usage, _, _ in calls]), self.ctx.ledger.records()[before:])
+                              total_usage([usage for usage, _, _ in calls]), self.ctx.ledger.records()[before:],
+                              self.secrets)
         verdict = {"allowed": decision.allowed, "cause": decision.cause, "message": decision.message}
         return Acted(step, output, rung=ladder.rung, decision=verdict)
 
@@ -381,7 +389,7 @@ def run_episode(policy: Policy, task: Task, seed: int = 0, config: str = "govern
     earlier = len(ctx.ledger.entries)
     messages = [{"role": "system", "content": system_prompt()}, {"role": "user", "content": f"Task: {text}"}]
     run = Run(config, app, ctx, user, Grounding(text, reading.goal if reading else None), messages, narrowings,
-              repair, tracer, usages=list(reading.usages) if reading else [])
+              repair, tracer, usages=list(reading.usages) if reading else [], secrets=episode.secrets)
     if governed and not reading.confirmed:
         user.reply("I could not read your instruction into a goal you confirmed. What exactly should I do?")
         episode.outcome = "goal not confirmed: asked the user"

@@ -24,11 +24,13 @@ import copy
 import json
 import re
 from collections import Counter
+from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Protocol
 
 from helpers.contract import is_fallback
+from helpers.instruction import conceal
 from helpers.loop import execute, tool_output_message
 from helpers.steps import TOOL_MODELS, IntentKind, Step, model_errors
 from helpers.world.effects import Effect, Ledger
@@ -353,7 +355,8 @@ class Tracer:
         self.path.parent.mkdir(parents=True, exist_ok=True)
 
     def write(self, turn: int, raw: str, ladder: Any, decision: Decision, seconds: float,
-              usage: dict | None, side_effects: list[dict] | None = None) -> None:
+              usage: dict | None, side_effects: list[dict] | None = None, secrets: Iterable[str] = ()) -> None:
+        """Append one turn's line; every secret in it (a password the user gave, typed or quoted) is concealed."""
         line = {"turn": turn, "raw": raw, "intent": asdict(decision.intent) if decision.intent else None,
                 "validation": {"parse_ok": ladder.parse_ok, "errors": ladder.errors},
                 "repair": {"attempted": ladder.repair_attempted, "raw": ladder.repair_raw,
@@ -362,7 +365,7 @@ class Tracer:
                 "decision": {"allowed": decision.allowed, "cause": decision.cause, "message": decision.message},
                 "side_effects": side_effects or [], "seconds": round(seconds, 3), "usage": usage}
         with self.path.open("a") as trace:
-            trace.write(json.dumps(line) + "\n")
+            trace.write(conceal(json.dumps(line), secrets) + "\n")
 
 
 def summarize_trace(path: Path | str) -> dict:

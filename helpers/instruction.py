@@ -15,7 +15,9 @@ instruction into a typed goal that the user confirms (`helpers.goal`), and uses 
 """
 from __future__ import annotations
 
+import json
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 from helpers.world.effects import Effect
@@ -76,11 +78,18 @@ def passwords(instruction: str) -> list[str]:
     return [value for value, box in credentials(instruction).items() if box == "Password"]
 
 
+def conceal(text: str, secrets: Iterable[str]) -> str:
+    """`text` with every secret in it replaced by FROM_INSTRUCTION, as written and as JSON writes it, longest first
+    (so that a secret inside another goes with it)."""
+    for secret in sorted({s for s in secrets if s}, key=len, reverse=True):
+        for spelling in dict.fromkeys([secret, json.dumps(secret)[1:-1]]):
+            text = text.replace(spelling, f"[{FROM_INSTRUCTION}]")
+    return text
+
+
 def concealed(text: str, instruction: str) -> str:
     """`text` with every password of the instruction in it replaced by FROM_INSTRUCTION."""
-    for secret in sorted(passwords(instruction), key=len, reverse=True):
-        text = text.replace(secret, f"[{FROM_INSTRUCTION}]")
-    return text
+    return conceal(text, passwords(instruction))
 
 
 def typing_asked_for(instruction: str, text: str, field: str) -> tuple[bool, str]:

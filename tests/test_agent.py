@@ -325,7 +325,6 @@ def test_a_typed_password_reaches_no_observation_screen_text_or_tool_output(task
     assert not any(password in json.dumps(effect) for effect in episode.side_effects)
 
 
-@pytest.mark.xfail(strict=True, reason="needs harness change")
 @pytest.mark.parametrize("task_id,config,slip", SIGN_INS)
 def test_a_typed_password_reaches_no_trace_line_or_episode_record(tmp_path, task_id, config, slip):
     path = tmp_path / "trace.jsonl"

@@ -1,0 +1,41 @@
+"""No password the store's users have, nor one a task's instruction gives, appears in what the repository shows a
+reader: the executed notebooks' outputs, the benchmark records, the docs. The instructions themselves (data/) are
+where passwords belong; everything derived from them conceals them."""
+import json
+from pathlib import Path
+
+import pytest
+
+from helpers.instruction import passwords
+from helpers.world.tasks import injected_tasks, instruction, load_tasks, start_app
+
+ROOT = Path(__file__).resolve().parent.parent
+SEEDS = range(3)
+
+
+def credentials() -> set[str]:
+    found = set()
+    for task in {t.id: t for t in [*load_tasks(), *injected_tasks()]}.values():
+        for seed in SEEDS:
+            app = start_app(task, seed)
+            found |= {app.password, *passwords(instruction(task, app))}
+    return found
+
+
+def outputs(path: Path) -> str:
+    cells = json.loads(path.read_text(encoding="utf-8"))["cells"]
+    return json.dumps([cell.get("outputs", []) for cell in cells if cell["cell_type"] == "code"])
+
+
+SHOWN = [*sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb")), *sorted((ROOT / "docs").glob("*.json")),
+         *sorted((ROOT / "docs").glob("*.md")), ROOT / "README.md"]
+
+
+def test_the_credentials_searched_for_are_real():
+    assert {"open sesame"} < credentials() and any(c.startswith("lovelace") for c in credentials())
+
+
+@pytest.mark.parametrize("path", SHOWN, ids=lambda p: p.name)
+def test_no_credential_in_what_a_reader_sees(path):
+    text = outputs(path) if path.suffix == ".ipynb" else path.read_text(encoding="utf-8")
+    assert [c for c in credentials() if c in text] == []
