@@ -205,7 +205,7 @@ def test_budgets_come_from_the_usage_each_reply_reports():
     class Wordy:
         """Scripted steps that report a huge usage, as a verbose model would."""
 
-        name = "wordy"
+        name, sees_images = "wordy", True
 
         def __init__(self):
             self.inner = scripted("price")
@@ -241,7 +241,7 @@ def test_the_goal_step_counts_toward_the_budget():
         """Not a model: reads the task's own goal at a reported cost of 99,500 tokens, then plays the scripted
         steps at 1,000 tokens each."""
 
-        name = "costly reader"
+        name, sees_images = "costly reader", False
 
         def __init__(self, task):
             self.task, self.inner = task, ScriptedProposer(ScriptedPolicy(task))
@@ -265,3 +265,18 @@ def test_the_episode_function_reads_at_once():
     import inspect
 
     assert len(inspect.getsource(run_episode).splitlines()) <= 40
+
+
+def test_a_text_only_policy_gets_the_screen_text_and_no_image_and_only_the_newest_screens():
+    sent = []
+
+    class TextOnly(ScriptedProposer):
+        def propose(self, messages, app, schema=None):
+            sent.append(json.dumps(messages))
+            return super().propose(messages, app, schema)
+
+    task = TASKS["receipt_then_price"]
+    episode = run_episode(TextOnly(ScriptedPolicy(task), sees_images=False), task, 0, "governed")
+    assert len(sent) == len(episode.turns) > 3
+    assert not any('"image_url"' in messages for messages in sent)
+    assert [messages.count("<screen_text>") for messages in sent] == [min(n, 3) for n in range(1, len(sent) + 1)]

@@ -33,7 +33,8 @@ pytestmark = [pytest.mark.integration, pytest.mark.slow]
 NOTEBOOK = Path(__file__).resolve().parent.parent / "notebooks" / "00_start_here.ipynb"
 SOLUTIONS = NOTEBOOK.parent / "solutions"
 # Settings that would choose another backend, model or dialect: the reader in this scenario has none of them.
-FOREIGN_SETTINGS = ("WORKSHOP_BACKEND", "WORKSHOP_MODEL", "WORKSHOP_DIALECT", "WORKSHOP_PORT", "NVIDIA_API_KEY",
+FOREIGN_SETTINGS = ("WORKSHOP_BACKEND", "WORKSHOP_MODEL", "WORKSHOP_DIALECT", "WORKSHOP_IMAGES", "WORKSHOP_PORT",
+                    "NVIDIA_API_KEY",
                     "HAI_API_KEY", "OPENAI_API_KEY")
 
 
