@@ -48,12 +48,10 @@ def system_prompt(schema: dict = STEP_SCHEMA) -> str:
 def observation_message(app: CampusStore, screen_text: bool = True, image: bool = True) -> dict:
     """The observation: a text wrapper, the PNG screenshot as a data URL, the closing wrapper (the workshop's
     reconstruction of the Holo3 one). Without `image`, for a model that reads text only, one plain string: the same
-    wrapper with the screen text in place of the screenshot (a text-only server refuses image parts, and
-    llama-cpp-python's refuses any list of parts)."""
+    wrapper with the screen text in place of the screenshot, whatever `screen_text` says (a text-only server refuses
+    image parts, and llama-cpp-python's refuses any list of parts)."""
     screen = f"\n<screen_text>\n{app.accessibility_tree()}\n</screen_text>"
     if not image:
-        if not screen_text:
-            raise ValueError("an observation without the screenshot needs the screen text")
         return {"role": "user", "content": f"<observation>{screen}\n</observation>"}
     data_url = "data:image/png;base64," + base64.b64encode(app.png()).decode()
     closing = f"{screen if screen_text else ''}\n</observation>"

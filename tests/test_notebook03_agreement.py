@@ -51,7 +51,7 @@ def nb03_screens() -> list[CampusStore]:
     return apps + [orders, wrong]
 
 
-@pytest.mark.parametrize("screen_text,image", [(True, True), (False, True), (True, False)])
+@pytest.mark.parametrize("screen_text,image", [(True, True), (False, True), (True, False), (False, False)])
 def test_notebook_03_observation_agrees_with_the_helpers(nb03, screen_text, image):
     for app in nb03_screens():
         assert nb03.observation_message(app, screen_text, image) == \
