@@ -62,9 +62,9 @@ class Recorder:
         self.inner, self.sent = ScriptedProposer(ScriptedPolicy(TASKS[0])), []
         self.name, self.sees_images = "recorder", sees_images
 
-    def propose(self, messages, app):
+    def propose(self, messages, app, schema=None):
         self.sent.append(json.dumps(messages))
-        return self.inner.propose(messages, app)
+        return self.inner.propose(messages, app, schema)
 
 
 def test_no_request_for_a_text_only_policy_carries_an_image_and_a_vision_one_gets_every_new_screenshot():
