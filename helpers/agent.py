@@ -44,7 +44,7 @@ from helpers.grounding import HANDWRITTEN, NARROWINGS, Grounding, allowed_calls,
 from helpers.harness import Context, Tracer, User, exhausted, governed_turn, record_effects
 from helpers.instruction import Instruction, conceal, passwords
 from helpers.ladder import Contract, Reply, climb, model_repair, step_fallback
-from helpers.loop import (EVICTED, Acted, ModelPolicy, Policy, Proposal, Turn, apply_step, per_screen_schema,
+from helpers.loop import (Acted, ModelPolicy, Policy, Proposal, Turn, apply_step, per_screen_schema,
                           run_turns, system_prompt, tool_output_message)
 from helpers.pipeline import total_usage
 from helpers.steps import STEP_SCHEMA, STEP_TOKENS, Step, model_errors
@@ -64,18 +64,23 @@ OUTSIDE_SCHEMA = "outside_schema"  # the cause of a side effect blocked because 
 SCREEN_TEXT = re.compile(r"\n<screen_text>\n.*?\n</screen_text>", re.DOTALL)
 
 
-def evict_screen_text(messages: list[dict]) -> list[dict]:
-    """Drop the screen text of every observation whose screenshot was evicted: for a text-only model the screen
-    text is the screenshot, and it goes with it (the change lands where the eviction already broke the cache)."""
-    trimmed = []
-    for message in messages:
-        parts = message.get("content")
-        if isinstance(parts, list) and any(part.get("text") == EVICTED for part in parts):
-            parts = [{**part, "text": SCREEN_TEXT.sub("", part["text"])} if part.get("type") == "text" else part
-                     for part in parts]
-            message = {**message, "content": parts}
+def evict_screen_text(messages: list[dict], keep: int) -> list[dict]:
+    """Drop the screen text of every observation but the `keep` newest, as their screenshots are: for a text-only
+    model the screen text is the screenshot, and it goes as one would (with a screenshot, the change lands where the
+    eviction already broke the cache)."""
+    trimmed, seen = [], 0
+    for message in reversed(messages):
+        content = message.get("content")
+        texts = [content] if isinstance(content, str) else [p.get("text") or "" for p in content or []]
+        if message.get("role") == "user" and any(SCREEN_TEXT.search(text) for text in texts):
+            seen += 1
+            if seen > keep:
+                content = SCREEN_TEXT.sub("", content) if isinstance(content, str) else [
+                    {**part, "text": SCREEN_TEXT.sub("", part["text"])} if part.get("type") == "text" else part
+                    for part in content]
+                message = {**message, "content": content}
         trimmed.append(message)
-    return trimmed
+    return trimmed[::-1]
 
 
 def schema_for(config: str, app: CampusStore, grounding: Grounding, narrowings: Iterable[str] = NARROWINGS) -> dict:
@@ -121,6 +126,7 @@ class ReplayPolicy:
     """
 
     name = "replay"
+    sees_images = True  # it reads nothing; its conversation shows the screenshots, as a vision model's would
 
     def __init__(self, replies: list[str]):
         self.replies, self.turn = list(replies), 0
@@ -395,7 +401,7 @@ def run_episode(policy: Policy, task: Task, seed: int = 0, config: str = "govern
         episode.outcome = "goal not confirmed: asked the user"
     else:
         episode.turns, episode.outcome = run_turns(
-            policy, app, messages, run.act, max_steps, keep_images, schema_for=run.schema, forget=evict_screen_text,
+            policy, app, messages, run.act, max_steps, keep_images, schema_for=run.schema, forget=lambda m: evict_screen_text(m, keep_images),
             halt=(lambda: exhausted(ctx)) if governed else (lambda: None))
     episode.finish(task, app, side_effect_records(task, app, ctx.ledger, since=earlier), run, user, started)
     return episode

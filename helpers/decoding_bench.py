@@ -127,7 +127,7 @@ def cases(schema_name: str) -> list[Case]:
         schema = per_screen_schema(app)
         found.append(Case(schema, [{"role": "system", "content": system_prompt(schema)},
                                    {"role": "user", "content": f"Task: {instruction(task, app)}"},
-                                   observation_message(app)]))
+                                   observation_message(app, image=False)]))
     return found
 
 
@@ -144,7 +144,9 @@ def run_mode(client, model: str, guided: bool, chosen: list[Case], seeds: range,
     stats = ModeStats()
     for seed in seeds:
         for index, case in enumerate(chosen):
-            fields = guided_json("response_format", case.schema, "output") if guided else {}
+            # structured_outputs sends the schema as it is (response_format would rewrite it into OpenAI's subset);
+            # the embedded server enforces every dialect alike.
+            fields = guided_json("structured_outputs", case.schema, "output") if guided else {}
             messages = uncached(case.messages, f"guided={guided} seed={seed}") if seed == seeds[0] and index == 0 \
                 else case.messages
             reply = client.chat.completions.create(model=model, messages=messages, seed=seed, temperature=0.7,
@@ -241,7 +243,7 @@ def termination(client, model: str, max_tokens: int, temperature: float, seeds: 
                 reply = client.chat.completions.create(
                     model=model, messages=messages_for(case["schema"], case["prompt"]), seed=seed,
                     temperature=temperature, max_tokens=max_tokens,
-                    **guided_json("response_format", case["schema"], case["name"]), **penalty)
+                    **guided_json("structured_outputs", case["schema"], case["name"]), **penalty)
                 stop = reply.choices[0].finish_reason == "stop"
                 total += 1
                 stopped += stop

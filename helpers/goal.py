@@ -128,17 +128,24 @@ def goal_schema(instruction: str, catalogue: Iterable[str]) -> dict[str, Any]:
     fact, which span is the password)."""
     products = [name for name in catalogue if mentioned(instruction, name)]
     quantities = sorted({1, *(n for n in numbers(instruction) if 1 <= n <= MAX_QUANTITY)})
-    credential = {"anyOf": [{"type": "null"}, {"enum": spans(instruction)}]}
-    product = {"enum": products}
-    order = {"type": "object", "additionalProperties": False, "required": ["product", "quantity"],
-             "properties": {"product": product, "quantity": {"enum": quantities}}}
-    lookup = {"type": "object", "additionalProperties": False, "required": ["product", "fact"],
-              "properties": {"product": product, "fact": {"enum": list(Fact.__args__)}}}
+    # Where the instruction backs up nothing, the field is null or the list empty: never an empty enum, which
+    # allows nothing and which one engine's converter turns into a grammar it cannot parse.
+    words = spans(instruction)
+    credential = {"anyOf": [{"type": "null"}, {"enum": words}]} if words else {"type": "null"}
+    if not products:
+        order, find = {"type": "null"}, {"type": "array", "maxItems": 0}
+    else:
+        product = {"enum": products}
+        order = {"anyOf": [{"type": "null"}, {
+            "type": "object", "additionalProperties": False, "required": ["product", "quantity"],
+            "properties": {"product": product, "quantity": {"enum": quantities}}}]}
+        lookup = {"type": "object", "additionalProperties": False, "required": ["product", "fact"],
+                  "properties": {"product": product, "fact": {"enum": list(Fact.__args__)}}}
+        find = {"type": "array", "items": lookup, "maxItems": 2}
     return {"type": "object", "additionalProperties": False,
             "required": ["sign_in", "username", "password", "order", "find"],
             "properties": {"sign_in": {"type": "boolean"}, "username": credential, "password": credential,
-                           "order": {"anyOf": [{"type": "null"}, order]} if products else {"type": "null"},
-                           "find": {"type": "array", "items": lookup, "maxItems": 2 if products else 0}}}
+                           "order": order, "find": find}}
 
 
 GOAL_PROMPT = """You read a shopper's instruction for an agent that uses the Northfield Campus Store app.

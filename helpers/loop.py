@@ -1,7 +1,8 @@
 """The Holo3 JSON agent loop: one schema-constrained step per turn, as the Holo3 docs run it.
 
 Each turn: an `<observation>` user message (text, PNG screenshot, text; plus the screen
-as text for text-only models), older screenshots evicted, the model asked for one step
+as text), older screenshots evicted; a model that reads text only gets the same wrapper
+with the screen text in place of the screenshot, and nothing to evict. The model is asked for one step
 (schema in the system prompt *and* in the request's guided-JSON field; no `tools`),
 the step validated with `Step`, its canonical JSON stored as the assistant message, and
 the tool's result returned as a user `<tool_output>` message. `answer` ends the run.
@@ -44,11 +45,16 @@ def system_prompt(schema: dict = STEP_SCHEMA) -> str:
     return SYSTEM_PROMPT.format(tools=render_tool_list(), schema=json.dumps(schema, separators=(",", ":")))
 
 
-def observation_message(app: CampusStore, screen_text: bool = True) -> dict:
-    """The Holo3 observation: a text wrapper, the PNG screenshot as a data URL, the closing wrapper."""
+def observation_message(app: CampusStore, screen_text: bool = True, image: bool = True) -> dict:
+    """The observation: a text wrapper, the PNG screenshot as a data URL, the closing wrapper (the workshop's
+    reconstruction of the Holo3 one). Without `image`, for a model that reads text only, one plain string: the same
+    wrapper with the screen text in place of the screenshot, whatever `screen_text` says (a text-only server refuses
+    image parts, and llama-cpp-python's refuses any list of parts)."""
+    screen = f"\n<screen_text>\n{app.accessibility_tree()}\n</screen_text>"
+    if not image:
+        return {"role": "user", "content": f"<observation>{screen}\n</observation>"}
     data_url = "data:image/png;base64," + base64.b64encode(app.png()).decode()
-    closing = f"\n<screen_text>\n{app.accessibility_tree()}\n</screen_text>\n</observation>" if screen_text \
-        else "\n</observation>"
+    closing = f"{screen if screen_text else ''}\n</observation>"
     return {"role": "user", "content": [{"type": "text", "text": "<observation>\n"},
                                         {"type": "image_url", "image_url": {"url": data_url}},
                                         {"type": "text", "text": closing}]}
@@ -83,6 +89,7 @@ class Proposal:
 
 class Policy(Protocol):
     name: str
+    sees_images: bool  # whether the observations it reads carry the screenshot
 
     def propose(self, messages: list[dict], app: CampusStore, schema: dict | None = None) -> Proposal:
         """The next step as raw text; `schema`, when given, is this turn's schema (a model is guided by it)."""
@@ -95,7 +102,7 @@ class ModelPolicy:
                  temperature: float = 0.0, seed: int | None = 0, max_tokens: int = STEP_TOKENS):
         self.conn, self.schema_for = conn, schema_for
         self.temperature, self.seed, self.max_tokens = temperature, seed, max_tokens
-        self.name = conn.model
+        self.name, self.sees_images = conn.model, conn.profile.sees_images
 
     def propose(self, messages: list[dict], app: CampusStore, schema: dict | None = None,
                 max_tokens: int | None = None) -> Proposal:
@@ -108,10 +115,12 @@ class ModelPolicy:
 
 
 class ScriptedProposer:
-    """Wraps the scripted reference policy (no model) so the loop can run it like a model."""
+    """Wraps the scripted reference policy (no model) so the loop can run it like a model. It reads the app, not
+    the messages: `sees_images` only chooses which observations its conversation shows (screenshots by default,
+    as a vision model would get them)."""
 
-    def __init__(self, policy):
-        self.policy, self.name = policy, policy.name
+    def __init__(self, policy, sees_images: bool = True):
+        self.policy, self.name, self.sees_images = policy, policy.name, sees_images
 
     def propose(self, messages: list[dict], app: CampusStore, schema: dict | None = None) -> Proposal:
         return Proposal(self.policy.next_step(app).model_dump_json())
@@ -218,7 +227,9 @@ def run_turns(policy: Policy, app: CampusStore, messages: list[dict], act: Calla
         if why := halt():
             return turns, why
         screenshot, screen = base64.b64encode(app.png()).decode(), app.accessibility_tree()
-        messages[:] = forget(trim_to_last_n_images([*messages, observation_message(app, screen_text)], keep_images))
+        # a text-only policy gets the screen as text, and its conversation has no image to trim
+        observation = observation_message(app, screen_text, policy.sees_images)
+        messages[:] = forget(trim_to_last_n_images([*messages, observation], keep_images))
         schema, images = schema_for(app), count_images(messages)
         started = time.perf_counter()
         proposal = policy.propose(messages, app, schema)

@@ -7,7 +7,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Annotated, Any, ClassVar, Literal, Union
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from helpers.contract import (
     ANSWER_MAX_LENGTH,
@@ -99,6 +99,13 @@ class WriteArgs(BaseModel):
     tool_name: Literal["write"] = Field(description="The tool: write.")
     content: str = plain_text(WRITE_MAX_LENGTH, "The text to type.")
     press_enter: bool = Field(default=False, description="Press Enter after typing, for example to submit a search.")
+
+    @field_validator("press_enter", mode="before")
+    @classmethod
+    def _null_is_left_out(cls, value: Any) -> Any:
+        # Sent with strict: true, an optional field is required and nullable (helpers.runtime.strict_subset):
+        # null is how a guided model leaves it out.
+        return False if value is None else value
 
 
 class ScrollArgs(BaseModel):

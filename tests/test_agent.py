@@ -206,7 +206,7 @@ def test_budgets_come_from_the_usage_each_reply_reports():
     class Wordy:
         """Scripted steps that report a huge usage, as a verbose model would."""
 
-        name = "wordy"
+        name, sees_images = "wordy", True
 
         def __init__(self):
             self.inner = scripted("price")
@@ -242,7 +242,7 @@ def test_the_goal_step_counts_toward_the_budget():
         """Not a model: reads the task's own goal at a reported cost of 99,500 tokens, then plays the scripted
         steps at 1,000 tokens each."""
 
-        name = "costly reader"
+        name, sees_images = "costly reader", False
 
         def __init__(self, task):
             self.task, self.inner = task, ScriptedProposer(ScriptedPolicy(task))
@@ -292,6 +292,7 @@ class Watched:
 
     def __init__(self, task_id: str, slip: bool):
         self.inner, self.name, self.seen, self.slip = scripted(task_id), "watched", [], slip
+        self.sees_images = True
 
     def propose(self, messages, app, schema=None):
         self.seen.append(json.loads(json.dumps(messages)))
@@ -333,3 +334,18 @@ def test_a_typed_password_reaches_no_trace_line_or_episode_record(tmp_path, task
     password = start_app(TASKS[task_id], 0).password
     assert password not in json.dumps(episode.record())
     assert not path.exists() or password not in path.read_text()
+
+
+def test_a_text_only_policy_gets_the_screen_text_and_no_image_and_only_the_newest_screens():
+    sent = []
+
+    class TextOnly(ScriptedProposer):
+        def propose(self, messages, app, schema=None):
+            sent.append(json.dumps(messages))
+            return super().propose(messages, app, schema)
+
+    task = TASKS["receipt_then_price"]
+    episode = run_episode(TextOnly(ScriptedPolicy(task), sees_images=False), task, 0, "governed")
+    assert len(sent) == len(episode.turns) > 3
+    assert not any('"image_url"' in messages for messages in sent)
+    assert [messages.count("<screen_text>") for messages in sent] == [min(n, 3) for n in range(1, len(sent) + 1)]

@@ -3,6 +3,7 @@ import os
 import sys
 from dataclasses import replace
 from pathlib import Path
+from types import SimpleNamespace
 
 import nbformat
 import openai
@@ -120,10 +121,88 @@ def test_self_hosted_server_with_an_explicit_dialect_is_not_probed(monkeypatch):
     monkeypatch.setenv("OPENAI_BASE_URL", "http://127.0.0.1:9/v1")  # nothing listens there: no request may be sent
     monkeypatch.setenv("WORKSHOP_MODEL", "meta-llama/Llama-3.1-8B-Instruct")
     monkeypatch.setenv("WORKSHOP_DIALECT", "guided_json")
+    monkeypatch.setenv("WORKSHOP_IMAGES", "no")
     connection = connect()
     assert (connection.model, connection.profile.dialect) == ("meta-llama/Llama-3.1-8B-Instruct", "guided_json")
     assert connection.profile.dialect_reason == "set by WORKSHOP_DIALECT"
+    assert (connection.profile.sees_images, connection.profile.images_reason) == (False, "set by WORKSHOP_IMAGES")
     assert connection.client.api_key == "not-needed"
+
+
+def test_each_documented_backend_says_whether_its_model_sees_images():
+    assert {name: profile.sees_images for name, profile in PROFILES.items() if name != "openai"} == {
+        "embedded": False, "nvidia": False, "hcompany": True}
+    assert PROFILES["openai"].images_reason == backends.IMAGES_NOT_PROBED  # found out by connect()
+
+
+def has_image(body: dict) -> bool:
+    return any(isinstance(m["content"], list) and any(p["type"] == "image_url" for p in m["content"])
+               for m in body["messages"])
+
+
+def test_a_server_that_refuses_images_is_text_only_and_says_why(monkeypatch):
+    refuse = lambda body, headers: (500, {"detail": "can only concatenate str (not \"list\") to str"}) \
+        if has_image(body) else None  # noqa: E731
+    with FakeServer(refuse) as fake:
+        openai_backend(monkeypatch, fake, WORKSHOP_DIALECT="json_object_schema")
+        connection = connect()
+    assert [has_image(body) for body in fake.bodies] == [True]  # one request, the probe's, and only one
+    assert connection.profile.sees_images is False
+    assert connection.profile.images_reason.startswith("probed: refused (HTTP 500: can only concatenate")
+    assert "images:  text only - probed: refused" in connection.describe()
+
+
+def test_a_server_that_answers_as_if_the_image_were_not_there_is_text_only(monkeypatch):
+    with FakeServer() as fake:  # it answers the same text whatever it is sent
+        openai_backend(monkeypatch, fake, WORKSHOP_DIALECT="json_object_schema")
+        connection = connect()
+    assert connection.profile.sees_images is False
+    assert connection.profile.images_reason.startswith("probed: ignored (asked for ")
+    assert "as if the image were not there" in connection.profile.images_reason
+
+
+class SeeingModel:
+    """A stand-in client whose model reads the probe's image: it names the colours of the two halves."""
+
+    def __init__(self):
+        self.chat = self.completions = self
+        self.requests = []
+
+    def with_options(self, **options):
+        return self
+
+    def create(self, **request):
+        import base64
+        import io
+
+        from PIL import Image
+
+        self.requests.append(request)
+        url = next(p["image_url"]["url"] for m in request["messages"] for p in m["content"] if p["type"] == "image_url")
+        image = Image.open(io.BytesIO(base64.b64decode(url.split(",", 1)[1]))).convert("RGB")
+        names = {rgb: name for name, rgb in backends.COLOURS.items()}
+        said = f"{names[image.getpixel((0, 0))].title()} and {names[image.getpixel((15, 0))]}."
+        message = SimpleNamespace(content=said)
+        return SimpleNamespace(choices=[SimpleNamespace(message=message)])
+
+
+def test_a_model_that_names_both_colours_sees_images_and_one_that_names_one_does_not():
+    model = SeeingModel()
+    connection = backends.Connection(model, "vision", PROFILES["openai"])
+    assert backends.probe_images(connection).verdict == "sees"
+    assert model.requests[0]["max_tokens"] == backends.IMAGE_PROBE_TOKENS
+    half_blind = backends.Connection(model, "vision", PROFILES["openai"])
+    model.create = lambda **request: SimpleNamespace(choices=[SimpleNamespace(message=SimpleNamespace(
+        content="Red."))])
+    assert backends.probe_images(half_blind).verdict == "ignored"  # one colour is not both, whichever it names
+
+
+def test_workshop_images_overrides_the_profile_and_is_checked(monkeypatch):
+    monkeypatch.setenv("WORKSHOP_IMAGES", "yes")
+    assert backends.resolve_profile("nvidia").sees_images is True
+    monkeypatch.setenv("WORKSHOP_IMAGES", "maybe")
+    with pytest.raises(ValueError, match="WORKSHOP_IMAGES"):
+        backends.resolve_profile("nvidia")
 
 
 def test_documented_backends_keep_their_dialect_and_say_so(monkeypatch):
@@ -186,13 +265,13 @@ def test_a_server_that_accepts_every_field_and_enforces_nothing_is_ignored_never
     assert {c.verdict for c in result.checks} == {"ignored"} and result.enforced == []
     assert all("does not match the probe schema (token: missing" in c.detail for c in result.checks)
     # One request per dialect, each spelled as that dialect spells it, then nothing more: the result is cached.
-    assert [dialect_sent(json.dumps(body)) for body in fake.bodies] == list(PROBE_ORDER)
+    assert [dialect_sent(json.dumps(body)) for body in fake.bodies] == [*PROBE_ORDER, None]  # then the image probe
     assert "prompt-only behaviour" in result.advice("prompt_only")
 
 
 def test_the_probe_is_cached_per_server_and_model_and_can_be_refreshed(monkeypatch):
     with FakeServer() as fake:
-        openai_backend(monkeypatch, fake, WORKSHOP_DIALECT="nvext")
+        openai_backend(monkeypatch, fake, WORKSHOP_DIALECT="nvext", WORKSHOP_IMAGES="no")
         connection = connect()
         first = probe(connection, show=False)
         assert probe(connection, show=False).checks is first.checks and len(fake.bodies) == len(PROBE_ORDER)

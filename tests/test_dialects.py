@@ -11,8 +11,10 @@ from helpers.runtime.dialects import (
     request_fields,
     with_trace,
 )
+from helpers.runtime.strict_subset import NotInStrictSubset
 
-SCHEMA = {"type": "object", "properties": {"a": {"type": "integer"}}}
+# Already in OpenAI's strict subset, so every dialect sends it unchanged.
+SCHEMA = {"type": "object", "properties": {"a": {"type": "integer"}}, "required": ["a"], "additionalProperties": False}
 
 
 def body_of(fields: dict) -> dict:
@@ -42,6 +44,17 @@ def test_schema_round_trips_through_every_dialect(dialect):
 def test_choice_and_regex_round_trip(dialect, kind, value):
     constraint = constraint_from_body(body_of(request_fields(dialect, Constraint(kind, value))))
     assert (constraint.kind, constraint.value) == (kind, value)
+
+
+def test_response_format_sends_strict_true_only_with_a_schema_rewritten_into_the_subset():
+    open_schema = {"type": "object", "properties": {"a": {"type": "integer", "default": 1}}}
+    sent = guided_json("response_format", open_schema)["response_format"]["json_schema"]
+    assert sent["strict"] is True
+    assert sent["schema"] == {"type": "object", "properties": {"a": {"type": ["integer", "null"]}}, "required": ["a"],
+                              "additionalProperties": False}
+    with pytest.raises(NotInStrictSubset, match="allOf"):
+        guided_json("response_format", {"type": "object", "allOf": [{"required": ["a"]}]})
+    assert guided_json("structured_outputs", open_schema) == {"extra_body": {"structured_outputs": {"json": open_schema}}}
 
 
 def test_response_format_cannot_express_a_choice():

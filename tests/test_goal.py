@@ -217,7 +217,7 @@ class ReadsTheScreen(ModelPolicy):
     reference path's."""
 
     def __init__(self, task: Task, app):
-        self.name, self.policy = "reads-the-screen", ScriptedPolicy(task)
+        self.name, self.policy, self.sees_images = "reads-the-screen", ScriptedPolicy(task), False
         self.right = task_goal(task, app)
         product = (self.right["order"] or {}).get("product") or self.right["find"][0]["product"]
         quantity = 2 if self.right["order"] == {"product": product, "quantity": 1} else 1

@@ -3,8 +3,9 @@
 `python -m llama_cpp.server` (the `llama-cpp-python[server]` extra) serves the bundled SmolLM2 on
 127.0.0.1. It speaks `response_format={"type": "json_object", "schema": ...}`, refuses the
 `json_schema` form with a 500, and accepts fields it does not know without enforcing them: the
-case the probe exists for. The workshop is pointed at it the way a reader would point it at vLLM,
-with OPENAI_BASE_URL and no WORKSHOP_DIALECT.
+case the probe exists for. It refuses image parts (a 500), so the workshop treats its model as text-only.
+The workshop is pointed at it the way a reader would point it at vLLM, with OPENAI_BASE_URL and no
+WORKSHOP_DIALECT, and every notebook runs on it top to bottom with no error output.
 
 The root conftest.py forces the embedded backend for the test run and nbval compares outputs, so
 everything here runs with its own environment: the in-process checks through monkeypatch, the
@@ -30,10 +31,12 @@ from helpers.runtime.backends import PROBE_ORDER, connect, probe
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
-NOTEBOOK = Path(__file__).resolve().parent.parent / "notebooks" / "00_start_here.ipynb"
+NOTEBOOKS = Path(__file__).resolve().parent.parent / "notebooks"
+NOTEBOOK = NOTEBOOKS / "00_start_here.ipynb"
 SOLUTIONS = NOTEBOOK.parent / "solutions"
 # Settings that would choose another backend, model or dialect: the reader in this scenario has none of them.
-FOREIGN_SETTINGS = ("WORKSHOP_BACKEND", "WORKSHOP_MODEL", "WORKSHOP_DIALECT", "WORKSHOP_PORT", "NVIDIA_API_KEY",
+FOREIGN_SETTINGS = ("WORKSHOP_BACKEND", "WORKSHOP_MODEL", "WORKSHOP_DIALECT", "WORKSHOP_IMAGES", "WORKSHOP_PORT",
+                    "NVIDIA_API_KEY",
                     "HAI_API_KEY", "OPENAI_API_KEY")
 
 
@@ -52,7 +55,7 @@ def llama_cpp_server(tmp_path_factory) -> str:
     with log.open("w") as out:
         # One thread, as the embedded server decodes: spinning workers stall when another process holds a core.
         process = subprocess.Popen([sys.executable, "-m", "llama_cpp.server", "--model", str(model_path()),
-                                    "--host", "127.0.0.1", "--port", str(port), "--n_ctx", "4096",
+                                    "--host", "127.0.0.1", "--port", str(port), "--n_ctx", "8192",
                                     "--n_threads", "1", "--verbose", "False"], stdout=out, stderr=subprocess.STDOUT)
     url = f"http://127.0.0.1:{port}/v1"
     try:
@@ -92,6 +95,8 @@ def as_reader(monkeypatch, tmp_path, llama_cpp_server):
 def test_the_probe_finds_what_llama_cpp_python_speaks(as_reader):
     connection = connect()
     assert connection.profile.dialect == "json_object_schema"
+    assert connection.profile.sees_images is False
+    assert connection.profile.images_reason.startswith("probed: refused (HTTP 500: ")
     assert connection.profile.dialect_reason == ("probed in order: response_format rejected, structured_outputs "
                                                  "ignored, json_object_schema enforced")
     result = probe(connection, show=False)
@@ -150,3 +155,28 @@ def test_the_pre_class_check_passes(llama_cpp_server, tmp_path):
                          timeout=300)
     assert run.returncode == 0, run.stdout + run.stderr
     assert "guided round-trip in json_object_schema: enforced," in run.stdout
+
+
+def errors_in(notebook) -> list[str]:
+    """Every error a reader would see: an exception's output, or a traceback or warning written to stderr."""
+    found = []
+    for number, cell in enumerate(notebook.cells):
+        for output in cell.get("outputs", []) if cell.cell_type == "code" else []:
+            if output.output_type == "error":
+                found.append(f"cell {number}: {output.ename}: {output.evalue}")
+            elif output.get("name") == "stderr" and ("Traceback" in output.text or "Warning" in output.text):
+                found.append(f"cell {number}: {output.text[:300]}")
+    return found
+
+
+@pytest.mark.parametrize("name", sorted(p.name for p in NOTEBOOKS.glob("0[1-6]_*.ipynb")))
+def test_every_other_notebook_runs_top_to_bottom_with_no_error_output(llama_cpp_server, name):
+    notebook = nbformat.read(NOTEBOOKS / name, as_version=4)
+    started = time.perf_counter()
+    NotebookClient(notebook, timeout=900, kernel_name="python3",
+                   resources={"metadata": {"path": str(NOTEBOOKS)}}).execute(env=reader_environment(llama_cpp_server))
+    assert errors_in(notebook) == []
+    printed = "\n".join(out.get("text", "") for cell in notebook.cells if cell.cell_type == "code"
+                        for out in cell.get("outputs", []))
+    assert "backend: openai" in printed and "images:  text only - probed: refused" in printed
+    print(f"{name}: {time.perf_counter() - started:.0f} s on llama_cpp.server")

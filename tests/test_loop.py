@@ -46,6 +46,37 @@ def test_observation_has_the_holo3_shape():
     assert "<screen_text>" not in observation_message(CampusStore(0), screen_text=False)["content"][2]["text"]
 
 
+def test_a_text_only_observation_is_the_same_wrapper_with_the_screen_text_and_no_image():
+    app = CampusStore(0)
+    message = observation_message(app, image=False)
+    assert message["content"] == f"<observation>\n<screen_text>\n{app.accessibility_tree()}\n</screen_text>\n" \
+                                 "</observation>"
+    assert count_images([message]) == 0
+    assert observation_message(app, screen_text=False, image=False) == message  # the text is all it has
+
+
+class Recorder:
+    """Scripted steps, keeping every conversation it was sent: what a server would have received."""
+
+    def __init__(self, sees_images):
+        self.inner, self.sent = ScriptedProposer(ScriptedPolicy(TASKS[0])), []
+        self.name, self.sees_images = "recorder", sees_images
+
+    def propose(self, messages, app, schema=None):
+        self.sent.append(json.dumps(messages))
+        return self.inner.propose(messages, app, schema)
+
+
+def test_no_request_for_a_text_only_policy_carries_an_image_and_a_vision_one_gets_every_new_screenshot():
+    text_only, vision = Recorder(False), Recorder(True)
+    run_episode(text_only, TASKS[0], 0)
+    record = run_episode(vision, TASKS[0], 0)
+    assert len(text_only.sent) == len(vision.sent) == len(record.turns) > 3
+    assert not any('"image_url"' in sent for sent in text_only.sent)
+    assert all("<screen_text>" in sent for sent in text_only.sent)
+    assert [turn.images_in_prompt for turn in record.turns] == [min(n, 3) for n in range(1, len(record.turns) + 1)]
+
+
 def test_trimming_keeps_the_three_newest_images_and_the_wrappers():
     messages = [{"role": "system", "content": "s"}]
     for _ in range(5):
@@ -68,6 +99,7 @@ class Replay:
     """A fixed list of replies, labelled as what it is: for testing the loop's bookkeeping only."""
 
     name = "replay of fixed replies"
+    sees_images = True
 
     def __init__(self, replies):
         self.replies = iter(replies)

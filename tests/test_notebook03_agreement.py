@@ -51,10 +51,11 @@ def nb03_screens() -> list[CampusStore]:
     return apps + [orders, wrong]
 
 
-@pytest.mark.parametrize("screen_text", [True, False])
-def test_notebook_03_observation_agrees_with_the_helpers(nb03, screen_text):
+@pytest.mark.parametrize("screen_text,image", [(True, True), (False, True), (True, False), (False, False)])
+def test_notebook_03_observation_agrees_with_the_helpers(nb03, screen_text, image):
     for app in nb03_screens():
-        assert nb03.observation_message(app, screen_text) == helpers_loop.observation_message(app, screen_text)
+        assert nb03.observation_message(app, screen_text, image) == \
+            helpers_loop.observation_message(app, screen_text, image)
 
 
 def test_notebook_03_tool_output_agrees_with_the_helpers(nb03):
@@ -117,16 +118,17 @@ def test_notebook_03_apply_step_agrees_with_the_helpers(nb03, raw):
     assert ours.accessibility_tree() == theirs.accessibility_tree()
 
 
-def nb03_compare(nb03, task, seed: int, replies_for=None, max_steps: int = 12, keep_images: int = 3) -> None:
+def nb03_compare(nb03, task, seed: int, replies_for=None, max_steps: int = 12, keep_images: int = 3,
+                 image: bool = True) -> None:
     """Run the notebook's loop and helpers.loop.run_episode on the same proposals; everything must match."""
     if replies_for is None:
-        mine, policy = ScriptedPolicy(task), helpers_loop.ScriptedProposer(ScriptedPolicy(task))
+        mine, policy = ScriptedPolicy(task), helpers_loop.ScriptedProposer(ScriptedPolicy(task), sees_images=image)
         propose = lambda messages, app: mine.next_step(app).model_dump_json()  # noqa: E731
     else:
         replies = iter(replies_for())
         propose = lambda messages, app: next(replies)  # noqa: E731
         policy = Replay03(replies_for())
-    ours = nb03.run_episode(propose, task, seed, max_steps=max_steps, keep_images=keep_images)
+    ours = nb03.run_episode(propose, task, seed, max_steps=max_steps, keep_images=keep_images, image=image)
     theirs = helpers_loop.run_episode(policy, task, seed, max_steps=max_steps, keep_images=keep_images)
     assert ours["messages"] == theirs.messages
     assert [s.model_dump() if s else None for s in ours["steps"]] == [t.step for t in theirs.turns]
@@ -138,6 +140,7 @@ class Replay03:
     """Fixed replies, for the loop's bookkeeping only (no model)."""
 
     name = "replay of fixed replies"
+    sees_images = True
 
     def __init__(self, replies):
         self.replies = iter(replies)
@@ -150,6 +153,11 @@ class Replay03:
 @pytest.mark.parametrize("seed", [0, 1])
 def test_notebook_03_loop_agrees_with_the_helpers_on_the_scripted_policy(nb03, task, seed):
     nb03_compare(nb03, task, seed)
+
+
+@pytest.mark.parametrize("task", NB03_TASKS[:3], ids=lambda t: t.id)
+def test_notebook_03_loop_agrees_with_the_helpers_for_a_text_only_policy(nb03, task):
+    nb03_compare(nb03, task, 0, image=False)
 
 
 @pytest.mark.parametrize("keep_images", [0, 1, 3])

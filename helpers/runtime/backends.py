@@ -14,6 +14,14 @@ a `Connection`: an official `openai` client, the model name, and a `Profile` who
 `WORKSHOP_BACKEND`, `WORKSHOP_MODEL` and `WORKSHOP_DIALECT` override the choice; an explicit
 dialect is obeyed without probing.
 
+A profile also says whether its model sees images (`sees_images`): the embedded SmolLM2 and the nvidia
+default, meta/llama-3.1-8b-instruct, read text only; H Company's Holo3 takes screenshots. For the openai
+backend, `connect()` asks once (`probe_images`): one request with a tiny two-colour image, asking for its
+colours. The model **sees** images when it names both; the server **refused** them when it answers an error
+(llama-cpp-python's server does, with a 500, for a text-only model); the image was **ignored** when the reply
+does not name them: the server took the request and the model answered as if the image were not there.
+Only "sees" sends screenshots. `WORKSHOP_IMAGES=yes` or `no` overrides the probe.
+
 `probe(connection)` (or `python -m helpers.runtime.backends --probe`) sends one small request per dialect,
 asking for a reply that matches a schema no unguided model satisfies by chance, and classifies
 each dialect as **enforced** (the reply matches), **ignored** (an answer, but the reply does not
@@ -55,6 +63,8 @@ class Profile:
     dialects_spoken: frozenset[str] = frozenset()
     dialect_reason: str = ""
     probe_verdicts: tuple[tuple[str, str], ...] = ()
+    sees_images: bool = False
+    images_reason: str = ""
 
     def guided(self, schema: dict, name: str = "output") -> dict[str, Any]:
         """Extra arguments for `chat.completions.create` that constrain the reply to `schema`."""
@@ -70,18 +80,24 @@ class Profile:
 
 
 NOT_PROBED = "not probed yet: connect() asks the server which dialects it enforces"
+IMAGES_NOT_PROBED = "not probed yet: connect() sends the server one tiny image"
 PROFILES: dict[str, Profile] = {
     "embedded": Profile("embedded", "", MODEL_ID, "response_format", None, frozenset(DIALECTS),
-                        "the embedded server enforces every dialect; response_format is OpenAI's own spelling"),
+                        "the embedded server enforces every dialect; response_format is OpenAI's own spelling",
+                        images_reason="SmolLM2-135M-Instruct reads text only; the embedded server refuses images"),
     "nvidia": Profile("nvidia", "https://integrate.api.nvidia.com/v1", "meta/llama-3.1-8b-instruct", "nvext",
                       "NVIDIA_API_KEY", frozenset({"nvext", "prompt_only"}),
-                      "NIM's documented spelling (python -m helpers.runtime.backends --probe checks it)"),
+                      "NIM's documented spelling (python -m helpers.runtime.backends --probe checks it)",
+                      images_reason="meta/llama-3.1-8b-instruct reads text only (another model: set WORKSHOP_IMAGES)"),
     "hcompany": Profile("hcompany", "https://api.hcompany.ai/v1/", "holo3-122b-a10b", "structured_outputs",
                         "HAI_API_KEY", frozenset({"structured_outputs", "prompt_only"}),
-                        "H Company's documented spelling (python -m helpers.runtime.backends --probe checks it)"),
-    "openai": Profile("openai", "", "", "response_format", "OPENAI_API_KEY", dialect_reason=NOT_PROBED),
+                        "H Company's documented spelling (python -m helpers.runtime.backends --probe checks it)",
+                        sees_images=True, images_reason="Holo3 takes screenshots"),
+    "openai": Profile("openai", "", "", "response_format", "OPENAI_API_KEY", dialect_reason=NOT_PROBED,
+                      images_reason=IMAGES_NOT_PROBED),
 }
 
+IMAGE_SETTINGS = {"yes": True, "no": False}
 # OpenAI's own spelling first (most servers speak it), then vLLM's current one, then the spellings
 # only one server family uses: llama-cpp-python, vLLM <= 0.11, NIM 1.x.
 PROBE_ORDER = ("response_format", "structured_outputs", "json_object_schema", "guided_json", "nvext")
@@ -123,8 +139,10 @@ class Connection:
 
     def describe(self) -> str:
         where = self.profile.base_url or "(started on demand)"
+        images = "screenshots" if self.profile.sees_images else "text only"
         return (f"backend: {self.profile.name}\nmodel:   {self.model}\ndialect: {self.profile.dialect} "
-                f"- {DIALECTS[self.profile.dialect]}\nwhy:     {self.profile.dialect_reason}\nurl:     {where}")
+                f"- {DIALECTS[self.profile.dialect]}\nwhy:     {self.profile.dialect_reason}\n"
+                f"images:  {images} - {self.profile.images_reason}\nurl:     {where}")
 
 
 # --- settings -------------------------------------------------------------------------------------------------
@@ -203,6 +221,11 @@ def resolve_profile(backend: str | None = None, model: str | None = None, dialec
                           dialect_reason="passed to connect()" if dialect else "set by WORKSHOP_DIALECT")
     if profile.dialect not in DIALECTS:
         raise ValueError(f"unknown dialect {profile.dialect!r}; choose one of {', '.join(DIALECTS)}")
+    images = setting("WORKSHOP_IMAGES")
+    if images:
+        if images.lower() not in IMAGE_SETTINGS:
+            raise ValueError(f"WORKSHOP_IMAGES={images!r}; choose yes or no")
+        profile = replace(profile, sees_images=IMAGE_SETTINGS[images.lower()], images_reason="set by WORKSHOP_IMAGES")
     # A server is only known to speak the dialect it was configured with (and plain prompts).
     return replace(profile, dialects_spoken=profile.dialects_spoken | {profile.dialect, "prompt_only"})
 
@@ -212,10 +235,12 @@ def resolve_profile(backend: str | None = None, model: str | None = None, dialec
 @functools.cache
 def _guided_paths() -> tuple[tuple[str, tuple[str, ...]], ...]:
     """Where each dialect puts its constraint in a request body, read off `request_fields` (the one source)."""
-    mark = object()
+    # A schema every dialect sends unchanged (response_format rewrites others into OpenAI's strict subset).
+    mark = {"type": "object", "properties": {}, "required": [], "additionalProperties": False,
+            "description": "where the constraint goes"}
 
     def path_to(value: Any) -> tuple[str, ...] | None:
-        if value is mark:
+        if value == mark:
             return ()
         for key, inner in value.items() if isinstance(value, dict) else ():
             found = path_to(inner)
@@ -453,6 +478,68 @@ def probe(connection: Connection, *, show: bool = True, refresh: bool = False) -
     return result
 
 
+# --- the image probe ----------------------------------------------------------------------------------------------
+
+ImageVerdict = Literal["sees", "refused", "ignored"]
+COLOURS = {"red": (220, 30, 30), "green": (30, 160, 60), "blue": (40, 70, 220), "yellow": (240, 220, 40),
+           "black": (0, 0, 0), "white": (255, 255, 255)}
+IMAGE_PROBE_TOKENS = 20
+
+
+@dataclass(frozen=True)
+class ImageCheck:
+    verdict: ImageVerdict
+    detail: str
+
+
+def two_colour_png(left: str, right: str) -> bytes:
+    """A 16x8 PNG: its left half one colour of COLOURS, its right half another."""
+    import io
+
+    from PIL import Image
+
+    image = Image.new("RGB", (16, 8), COLOURS[left])
+    image.paste(COLOURS[right], (8, 0, 16, 8))
+    buffer = io.BytesIO()
+    image.save(buffer, format="PNG")
+    return buffer.getvalue()
+
+
+def image_probe_message(left: str, right: str) -> dict:
+    import base64
+
+    url = "data:image/png;base64," + base64.b64encode(two_colour_png(left, right)).decode()
+    return {"role": "user", "content": [
+        {"type": "text", "text": "The image has two halves, each one flat colour. Name the colour of the left "
+                                 "half, then of the right half, in two words."},
+        {"type": "image_url", "image_url": {"url": url}}]}
+
+
+def probe_images(connection: Connection) -> ImageCheck:
+    """Whether the model sees images: one request with a two-colour image, the colours drawn at random (a text-only
+    model that names both by chance, in order, passes: 1 time in 30)."""
+    left, right = secrets.SystemRandom().sample(sorted(COLOURS), 2)
+    client = connection.client.with_options(max_retries=0, timeout=PROBE_TIMEOUT_S)
+    try:
+        reply = client.chat.completions.create(model=connection.model, messages=[image_probe_message(left, right)],
+                                               temperature=0, max_tokens=IMAGE_PROBE_TOKENS)
+    except openai.RateLimitError:
+        raise BackendError(f"the {connection.profile.name} backend is busy or rate-limited (HTTP 429): "
+                           "connect again in a minute") from None
+    except openai.APIStatusError as exc:
+        return ImageCheck("refused", f"HTTP {exc.status_code}: {server_message(exc, client.api_key)}")
+    except openai.APIConnectionError as exc:
+        raise BackendError(f"cannot reach the {connection.profile.name} backend at {connection.profile.base_url} "
+                           f"({type(exc).__name__}): is the server running, and is the URL right?") from None
+    said = " ".join((reply.choices[0].message.content or "").split())
+    words = [word.strip(".,;:!?\"'()").lower() for word in said.split()]
+    named = [word for word in words if word in COLOURS]
+    if named[:2] == [left, right]:
+        return ImageCheck("sees", f"asked for {left} and {right}, it said {said[:60]!r}")
+    return ImageCheck("ignored", f"asked for {left} and {right}, it said {said[:60]!r}: an answer, "
+                                 "as if the image were not there")
+
+
 def _probed_profile(profile: Profile, result: ProbeResult) -> Profile:
     """The profile with the dialect the probe picked: the first enforced one in PROBE_ORDER, else prompt_only."""
     verdicts = tuple((c.dialect, c.verdict) for c in result.checks)
@@ -503,6 +590,10 @@ def connect(backend: str | None = None, *, model: str | None = None, dialect: st
     connection = Connection(client, profile.model, profile)
     if profile.dialect_reason == NOT_PROBED:
         connection.profile = _probed_profile(profile, probe(connection, show=False))
+    if profile.images_reason == IMAGES_NOT_PROBED:
+        check = probe_images(connection)
+        connection.profile = replace(connection.profile, sees_images=check.verdict == "sees",
+                                     images_reason=f"probed: {check.verdict} ({check.detail})")
     return connection
 
 

@@ -15,6 +15,8 @@ import json
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from helpers.runtime.strict_subset import to_strict_subset
+
 ConstraintKind = Literal["json_schema", "json_object", "choice", "regex"]
 
 
@@ -93,8 +95,10 @@ def request_fields(dialect: str, constraint: Constraint | None, name: str = "out
     if kind != "json_schema":
         raise ValueError(f"the {dialect!r} dialect has no spelling for a {kind} constraint")
     if dialect == "response_format":
+        # strict: true only with a schema in OpenAI's strict subset (to_strict_subset raises, saying why, for one
+        # it cannot rewrite); what the rewrite drops, the client still checks.
         return {"response_format": {"type": "json_schema",
-                                    "json_schema": {"name": name, "schema": value, "strict": True}}}
+                                    "json_schema": {"name": name, "schema": to_strict_subset(value), "strict": True}}}
     return {"response_format": {"type": "json_object", "schema": value}}
 
 

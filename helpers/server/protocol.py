@@ -32,9 +32,10 @@ from pydantic_core import PydanticCustomError
 from helpers.contract import json_path
 from helpers.runtime.dialects import BODY_FIELDS, TRACE_FIELD, Constraint, DialectError, constraint_from_body
 
-# The embedded model reads text only; an image part becomes this line so the
-# conversation keeps its shape (the Holo3 observation wrapper stays intact).
-IMAGE_PLACEHOLDER = "[image omitted: the embedded model reads text only]"
+# The embedded model reads text only, and the server says so, as text-only servers do (llama-cpp-python's answers
+# a 500): an image it silently dropped would let a client believe a model saw a screen it never saw.
+IMAGES_REFUSED = ("the embedded model reads text only: send the screen as text (helpers.loop.observation_message "
+                  "with image=False), not an image_url part")
 MAX_STOP_STRINGS = 4
 # A stop string is a short marker ("</answer>", "\n\n"); a long one only makes the server hold back that much text.
 MAX_STOP_LENGTH = 64
@@ -114,10 +115,9 @@ class ContentPart(_Closed):
             raise PydanticCustomError("missing_text", "a text part needs 'text' (a string)")
         if self.type == "image_url" and self.image_url is None:
             raise PydanticCustomError("missing_image", "an image_url part needs 'image_url' with a 'url'")
+        if self.type == "image_url":
+            raise PydanticCustomError("image_not_supported", IMAGES_REFUSED)
         return self
-
-    def as_text(self) -> str:
-        return self.text if self.type == "text" else IMAGE_PLACEHOLDER
 
 
 def _content_as_parts(value: Any) -> Any:
@@ -150,7 +150,7 @@ class Message(_Closed):
 
     def as_chat(self) -> dict[str, str]:
         return {"role": "system" if self.role == "developer" else self.role,
-                "content": "".join(part.as_text() for part in self.content)}
+                "content": "".join(part.text for part in self.content)}
 
 
 def _stop_as_list(value: Any) -> Any:

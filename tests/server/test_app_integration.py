@@ -5,6 +5,7 @@ import re
 import urllib.request
 
 import jsonschema
+import openai
 import pytest
 
 from helpers.runtime.dialects import DIALECTS, Constraint, guided_json, request_fields
@@ -159,13 +160,13 @@ def test_usage_and_timings_are_reported(client, model):
     assert 0 < timings["prompt_tokens_evaluated"] <= reply.usage.prompt_tokens
 
 
-def test_image_parts_are_accepted(client, model):
+def test_image_parts_are_refused_with_a_400_that_says_why(client, model):
     messages = [{"role": "user", "content": [
         {"type": "text", "text": "<observation>\n"},
         {"type": "image_url", "image_url": {"url": "data:image/png;base64,iVBORw0KGgo="}},
         {"type": "text", "text": "\n</observation>\nWhat do you see?"}]}]
-    reply = client.chat.completions.create(model=model, messages=messages, max_tokens=20, seed=1)
-    assert reply.choices[0].message.content
+    with pytest.raises(openai.BadRequestError, match="reads text only"):
+        client.chat.completions.create(model=model, messages=messages, max_tokens=20, seed=1)
 
 
 def test_eight_concurrent_clients_all_get_their_own_correct_answer(client, model):

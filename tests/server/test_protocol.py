@@ -1,6 +1,6 @@
 import pytest
 
-from helpers.server.protocol import (IMAGE_PLACEHOLDER, MAX_STOP_LENGTH, NOT_IMPLEMENTED, RequestError, parse_body,
+from helpers.server.protocol import (IMAGES_REFUSED, MAX_STOP_LENGTH, NOT_IMPLEMENTED, RequestError, parse_body,
                                      parse_chat_request)
 
 MODELS = ["tiny"]
@@ -49,12 +49,19 @@ def test_max_completion_tokens_is_the_newer_name_for_max_tokens():
     assert parse_chat_request(request(max_completion_tokens=5), MODELS).max_tokens == 5
 
 
-def test_content_parts_are_joined_and_images_become_a_placeholder():
-    parts = [{"type": "text", "text": "<observation>\n"},
-             {"type": "image_url", "image_url": {"url": "data:image/png;base64,AAAA"}},
-             {"type": "text", "text": "\n</observation>"}]
+def test_text_parts_are_joined():
+    parts = [{"type": "text", "text": "<observation>\n"}, {"type": "text", "text": "\n</observation>"}]
     parsed = parse_chat_request(request(messages=[{"role": "user", "content": parts}]), MODELS)
-    assert parsed.messages[0]["content"] == f"<observation>\n{IMAGE_PLACEHOLDER}\n</observation>"
+    assert parsed.messages[0]["content"] == "<observation>\n\n</observation>"
+
+
+def test_an_image_part_is_refused_because_the_model_reads_text_only():
+    parts = [{"type": "text", "text": "<observation>\n"},
+             {"type": "image_url", "image_url": {"url": "data:image/png;base64,AAAA"}}]
+    with pytest.raises(RequestError) as caught:
+        parse_chat_request(request(messages=[{"role": "user", "content": parts}]), MODELS)
+    assert caught.value.status == 400 and caught.value.param == "messages[0].content[1]"
+    assert IMAGES_REFUSED in str(caught.value)
 
 
 def test_developer_role_is_a_system_message():

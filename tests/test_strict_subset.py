@@ -1,0 +1,131 @@
+"""OpenAI's strict subset: the checker, the rewrite, and every schema the workshop sends.
+
+No model and no server: the agent's schemas are recorded from scripted runs of every task in every configuration.
+"""
+import copy
+import json
+
+import pytest
+from jsonschema import Draft202012Validator
+
+from helpers.agent import CONFIGS, run_episode
+from helpers.contract import ANSWER_JSON_SCHEMA
+from helpers.goal import goal_schema
+from helpers.loop import ScriptedProposer, per_screen_schema
+from helpers.runtime.backends import probe_model
+from helpers.runtime.strict_subset import (RULES, NotInStrictSubset, empty_alternatives, subset_problems,
+                                           to_strict_subset)
+from helpers.steps import HAND_WRITTEN_STEP_SCHEMA, STEP_SCHEMA, Answer, Step
+from helpers.world.screen import CATALOG
+from helpers.world.scripted_policy import ScriptedPolicy
+from helpers.world.tasks import instruction, load_tasks, start_app
+
+TASKS = load_tasks()
+
+
+def test_todays_step_schema_is_not_in_the_subset_and_each_problem_cites_openai():
+    problems = subset_problems(STEP_SCHEMA)
+    assert any("oneOf" in p for p in problems)
+    assert any("not required: press_enter" in p and RULES["required"] in p for p in problems)
+    assert any("default is not a keyword" in p for p in problems)
+    assert all("(OpenAI: \"" in p for p in problems)
+
+
+def test_the_rewrite_puts_the_step_schema_in_the_subset_and_keeps_what_it_means():
+    strict = to_strict_subset(STEP_SCHEMA)
+    assert subset_problems(strict) == []
+    assert "oneOf" not in json.dumps(strict) and "anyOf" in strict["properties"]["tool_call"]
+    assert strict["$defs"]["WriteArgs"]["properties"]["press_enter"]["type"] == ["boolean", "null"]
+    # maxLength and pattern stay: the grammar still closes every string
+    assert strict["$defs"]["WriteArgs"]["properties"]["content"]["maxLength"] == 60
+    assert STEP_SCHEMA["properties"]["tool_call"].get("oneOf"), "the rewrite must not change its input"
+
+
+def test_null_for_an_optional_field_is_what_the_step_model_reads_as_left_out():
+    written = {"note": None, "thought": "Search.", "tool_call": {"tool_name": "write", "content": "Red mug",
+                                                                  "press_enter": None}}
+    Draft202012Validator(to_strict_subset(STEP_SCHEMA)).validate(written)
+    step = Step.model_validate_json(json.dumps(written))
+    assert step.tool_call.press_enter is False and '"press_enter":false' in step.model_dump_json()
+
+
+def test_every_rule_of_the_subset_is_checked():
+    closed = {"type": "object", "properties": {"a": {"type": "string"}}, "required": ["a"],
+              "additionalProperties": False}
+    assert subset_problems(closed) == []
+    cases = {
+        "root": {"anyOf": [closed]},
+        "additional": {**closed, "additionalProperties": True},
+        "required": {**closed, "required": []},
+        "unsupported": {**closed, "allOf": [closed]},
+        "types": {**closed, "properties": {"a": {"type": "string", "uniqueItems": True}}},
+        "formats": {**closed, "properties": {"a": {"type": "string", "format": "credit-card"}}},
+        "enums": {**closed, "properties": {"a": {"enum": [f"v{i}" for i in range(1001)]}}},
+        "big_enum": {**closed, "properties": {"a": {"enum": [f"{i:0>60}" for i in range(300)]}}},
+    }
+    for rule, schema in cases.items():
+        assert any(RULES[rule] in p for p in subset_problems(schema)), rule
+    deep = closed
+    for _ in range(5):
+        deep = {"type": "object", "properties": {"a": deep}, "required": ["a"], "additionalProperties": False}
+    assert any(RULES["size"] in p for p in subset_problems(deep))
+
+
+def test_what_cannot_be_rewritten_is_refused_with_every_reason():
+    with pytest.raises(NotInStrictSubset) as refused:
+        to_strict_subset({"anyOf": [{"type": "object"}], "not": {"type": "string"}})
+    assert any("root" in p for p in refused.value.problems) and any("not is not" in p for p in refused.value.problems)
+    with pytest.raises(NotInStrictSubset, match="empty enum allows nothing"):
+        to_strict_subset({"type": "object", "properties": {"a": {"enum": []}}})
+
+
+def recorded_agent_schemas() -> list[dict]:
+    """Every schema the agent sends, in every configuration, over a scripted run of every task."""
+    sent = []
+
+    class Recorder(ScriptedProposer):
+        def propose(self, messages, app, schema=None):
+            sent.append(copy.deepcopy(schema))
+            return super().propose(messages, app, schema)
+
+    for config in CONFIGS:
+        for task in TASKS:
+            run_episode(Recorder(ScriptedPolicy(task)), task, 0, config)
+    return sent
+
+
+def goal_schemas() -> list[dict]:
+    instructions = [instruction(task, start_app(task, 0)) for task in TASKS]
+    return [goal_schema(text, CATALOG) for text in [*instructions, "Sign in as ada.", "What is on sale today?"]]
+
+
+def every_schema_the_workshop_builds() -> list[dict]:
+    screens = [start_app(task, 0) for task in TASKS]
+    return [ANSWER_JSON_SCHEMA, Answer.model_json_schema(), STEP_SCHEMA, HAND_WRITTEN_STEP_SCHEMA,
+            probe_model("probe-abc123").model_json_schema(), *map(per_screen_schema, screens), *goal_schemas(),
+            *recorded_agent_schemas()]
+
+
+def test_every_schema_the_workshop_sends_goes_into_the_subset_and_none_allows_nothing():
+    schemas = every_schema_the_workshop_builds()
+    assert len(schemas) > 100
+    for schema in schemas:
+        assert empty_alternatives(schema) == [], json.dumps(schema)[:300]
+        assert subset_problems(to_strict_subset(schema)) == []
+
+
+def test_a_goal_for_an_instruction_naming_no_product_has_no_empty_enum():
+    schema = goal_schema("What is on sale today?", CATALOG)
+    assert empty_alternatives(schema) == []
+    assert schema["properties"]["order"] == {"type": "null"}
+    assert schema["properties"]["find"] == {"type": "array", "maxItems": 0}
+    Draft202012Validator(schema).validate({"sign_in": False, "username": None, "password": None, "order": None,
+                                           "find": []})
+
+
+def test_the_rewritten_schemas_still_accept_every_step_the_scripted_policy_writes():
+    for task in TASKS:
+        app, policy = start_app(task, 0), ScriptedPolicy(task)
+        strict = Draft202012Validator(to_strict_subset(per_screen_schema(app)))
+        step = policy.next_step(app)
+        assert strict.is_valid(json.loads(step.model_dump_json())), task.id
