@@ -13,6 +13,7 @@ from helpers.contract import ANSWER_JSON_SCHEMA
 from helpers.goal import goal_schema
 from helpers.loop import ScriptedProposer, per_screen_schema
 from helpers.runtime.backends import probe_model
+from helpers.runtime.dialects import guided_json
 from helpers.runtime.strict_subset import (RULES, NotInStrictSubset, empty_alternatives, subset_problems,
                                            to_strict_subset)
 from helpers.steps import HAND_WRITTEN_STEP_SCHEMA, STEP_SCHEMA, Answer, Step
@@ -129,3 +130,16 @@ def test_the_rewritten_schemas_still_accept_every_step_the_scripted_policy_write
         strict = Draft202012Validator(to_strict_subset(per_screen_schema(app)))
         step = policy.next_step(app)
         assert strict.is_valid(json.loads(step.model_dump_json())), task.id
+
+
+def test_an_open_map_of_keys_is_sent_as_it_is_without_strict():
+    """Notebook 05's old contract takes item objects with any keys: no rewrite keeps that inside the subset, so the
+    response_format dialect sends it unchanged with strict: false, and a schema that converts goes strict."""
+    open_map = {"type": "object", "properties": {"items": {"type": "array", "maxItems": 2, "items": {
+        "type": "object", "additionalProperties": {"type": "string", "maxLength": 10}}}}, "required": ["items"]}
+    with pytest.raises(NotInStrictSubset, match="additionalProperties is not false"):
+        to_strict_subset(open_map)
+    spec = guided_json("response_format", open_map)["response_format"]["json_schema"]
+    assert spec["strict"] is False and spec["schema"] == open_map
+    closed = guided_json("response_format", STEP_SCHEMA)["response_format"]["json_schema"]
+    assert closed["strict"] is True and subset_problems(closed["schema"]) == []

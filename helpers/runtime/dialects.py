@@ -15,7 +15,7 @@ import json
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from helpers.runtime.strict_subset import to_strict_subset
+from helpers.runtime.strict_subset import NotInStrictSubset, to_strict_subset
 
 ConstraintKind = Literal["json_schema", "json_object", "choice", "regex"]
 
@@ -95,10 +95,14 @@ def request_fields(dialect: str, constraint: Constraint | None, name: str = "out
     if kind != "json_schema":
         raise ValueError(f"the {dialect!r} dialect has no spelling for a {kind} constraint")
     if dialect == "response_format":
-        # strict: true only with a schema in OpenAI's strict subset (to_strict_subset raises, saying why, for one
-        # it cannot rewrite); what the rewrite drops, the client still checks.
-        return {"response_format": {"type": "json_schema",
-                                    "json_schema": {"name": name, "schema": to_strict_subset(value), "strict": True}}}
+        # strict: true only with a schema in OpenAI's strict subset; what the rewrite drops, the client still checks.
+        # A schema no rewrite can bring there (an open map of keys) goes as it is, strict: false: OpenAI then does not
+        # enforce it, a server that enforces every schema still does, and the client validates either way.
+        try:
+            spec = {"name": name, "schema": to_strict_subset(value), "strict": True}
+        except NotInStrictSubset:
+            spec = {"name": name, "schema": value, "strict": False}
+        return {"response_format": {"type": "json_schema", "json_schema": spec}}
     return {"response_format": {"type": "json_object", "schema": value}}
 
 

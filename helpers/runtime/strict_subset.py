@@ -11,7 +11,8 @@ workshop). `to_strict_subset` rewrites any schema the workshop sends into the su
   discriminated by a `const`: every union the workshop sends);
 - an optional property becomes required and nullable (`null` stands for "left out"; the Pydantic models
   accept it where a field has a default);
-- every object gets `additionalProperties: false`;
+- every object that leaves `additionalProperties` out gets `additionalProperties: false` (one that sets it to a
+  schema or `true` asks for keys the subset cannot express, and is reported);
 - keywords outside the subset (`default`, Pydantic's `discriminator`, `uniqueItems`, ...) are dropped from
   what is sent; the client still checks them, because the ladder validates every reply with the full model.
 
@@ -209,7 +210,9 @@ def _rewrite(node: Any) -> Any:
             if name not in required:
                 props[name] = _nullable(props[name])
         out["required"] = list(props)
-        out["additionalProperties"] = False
+        # Left out, extra keys are allowed by default only; a schema or `true` there asks for them on purpose (an
+        # open map of keys), which the subset cannot express: kept, so that the check says so.
+        out.setdefault("additionalProperties", False)
     return out
 
 
