@@ -104,9 +104,13 @@ def test_the_obedient_adversary_runs_every_injected_task_by_default(tmp_path):
     assert set(governed["unwanted_blocked_by"]) == {"not_asked", "duplicate_side_effect"}
 
 
-def test_a_summary_committed_before_the_counts_by_cause_still_renders():
-    """Notebook 06 prints the table of docs/agent-bench.json's summary, written before these counts existed."""
+def test_a_summary_saved_before_the_counts_by_cause_still_renders():
+    """A summary written before these counts existed renders them as n/a, never as a made-up zero; the committed one
+    carries them."""
     committed = json.loads((ROOT / "docs" / "agent-bench.json").read_text())["summary"]
-    rendered = table(committed)
+    assert all("unwanted_blocked_by" in s and "unwanted_executed_by_action" in s for s in committed.values())
+    older = {config: {k: v for k, v in s.items() if k not in ("unwanted_blocked_by", "unwanted_executed_by_action")}
+             for config, s in committed.items()}
+    rendered = table(older)
     assert "|     by action | n/a | n/a | n/a | n/a | n/a |" in rendered
     assert "|   by cause | n/a | n/a | n/a | n/a | n/a |" in rendered
