@@ -8,11 +8,15 @@ from __future__ import annotations
 
 import json
 
+from helpers.goal import Goal
+from helpers.harness import Context
 from helpers.loop import execute
 from helpers.steps import Step
+from helpers.world.effects import Ledger
 from helpers.world.screen import CampusStore
 from helpers.world.scripted_policy import ScriptedPolicy
-from helpers.world.tasks import Task, start_app
+from helpers.world.tasks import Task, start_app, task_goal
+from helpers.world.users import SimulatedUser
 
 
 def reply_line(tool_call: dict, note: str | None = None, thought: str = "Next.") -> str:
@@ -25,6 +29,16 @@ def click_call(app: CampusStore, name: str) -> dict:
     element = next(el for el in app.elements() if el.name == name or el.name.startswith(f"{name} - "))
     x, y = element.grid_center()
     return {"tool_name": "click", "element": element.name, "x": x, "y": y}
+
+
+def on_product_page(task: Task, product: str, seed: int = 0) -> tuple[CampusStore, Context, SimulatedUser]:
+    """The store on `product`'s page for `task`, the harness's context and the task's simulated user. The goal is
+    the task's own, as if the user had confirmed it (notebook 06, section 4, has the model read it)."""
+    app = start_app(task, seed)
+    app.page, app.subject = "product", product
+    user = SimulatedUser(task, app)
+    goal = Goal.model_validate(task_goal(task, app))
+    return app, Context(effects_of=app.effects_of, user=user, asked_for=goal, ledger=Ledger()), user
 
 
 def walk_to_product(task: Task, seed: int = 0) -> tuple[list[str], CampusStore]:
