@@ -23,7 +23,7 @@ def _free_port() -> int:
 def pytest_configure(config: pytest.Config) -> None:
     os.environ["WORKSHOP_BACKEND"] = "embedded"
     os.environ["WORKSHOP_PORT"] = str(_free_port())
-    for name in ("WORKSHOP_MODEL", "WORKSHOP_DIALECT", "WORKSHOP_IMAGES"):
+    for name in ("WORKSHOP_MODEL", "WORKSHOP_DIALECT", "WORKSHOP_IMAGES", "WORKSHOP_QUICK"):  # nbval runs in full
         os.environ.pop(name, None)
 
 

@@ -138,6 +138,7 @@ def new_runtime(image_python: Path, folder: Path, bare: Path, wheels: Path) -> t
         "PIP_RETRIES": "0",
         "PIP_DEFAULT_TIMEOUT": "15",
         "WORKSHOP_OWNER_PID": str(os.getpid()),  # a server left by a failed run stops with the test run
+        "WORKSHOP_QUICK": "1",  # a second pass over every notebook: nbval has run them in full
     }
 
 

@@ -1,0 +1,25 @@
+"""How long a notebook's long measurements run: in full, unless WORKSHOP_QUICK asks for short runs.
+
+A class in a hurry sets WORKSHOP_QUICK=1 (in the shell, a `.env` file or Colab's Secrets panel) and the going-further
+measurements run fewer cases; so do the test matrices that run every notebook a second time, on Colab's packages and
+on another server. The suite's own pass over the notebooks (nbval) runs them in full.
+"""
+from __future__ import annotations
+
+from typing import TypeVar
+
+from helpers.runtime.backends import setting
+
+T = TypeVar("T")
+QUICK = "WORKSHOP_QUICK"
+YES = ("1", "yes", "true")
+
+
+def quick() -> bool:
+    """Whether the environment asks for short runs."""
+    return (setting(QUICK) or "").lower() in YES
+
+
+def sized(full: T, quick_run: T) -> T:
+    """`full` for a full run, `quick_run` when WORKSHOP_QUICK is set."""
+    return quick_run if quick() else full
