@@ -96,3 +96,13 @@ def test_no_cell_hides_its_result_with_a_trailing_semicolon(path):
 def test_no_cell_talks_to_the_maintainers(path):
     lines = [line for cell in cells(path) for line in source(cell).splitlines() if PLUMBING.search(line)]
     assert not lines, "say it in docs/ or CONTRIBUTING.md, or as a cell tag"
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
+def test_the_kernel_is_named_as_jupyterlab_names_it(path):
+    # JupyterLab writes ipykernel's display name into a notebook it opens: any other name marks every notebook
+    # as modified the moment it is opened, before the reader has changed anything.
+    from ipykernel.kernelspec import get_kernel_dict
+
+    kernelspec = json.loads(path.read_text())["metadata"]["kernelspec"]
+    assert kernelspec == {**kernelspec, "name": "python3", "display_name": get_kernel_dict()["display_name"]}
