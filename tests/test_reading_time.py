@@ -37,6 +37,8 @@ AGENDA_SLACK = 3
 SETUP_MARK = "# Setup: the same cell opens every notebook"
 MARKS = {"*Core*": True, "*Going further*": False}
 AGENDA_ROW = re.compile(r"^\| (\d\d) [^|]*\| (\d+) \|", re.MULTILINE)
+# The breakdown after the agenda: | 00 | prose | code | running | exercises |, whole minutes.
+BREAKDOWN_ROW = re.compile(r"^\| (\d\d) \| (\d+) \| (\d+) \| (\d+) \| (\d+) \|$", re.MULTILINE)
 
 
 @dataclass
@@ -104,6 +106,16 @@ def core_minutes(path: Path) -> float:
     return sum(section.minutes for section in sections(path) if section.core)
 
 
+def breakdown(path: Path) -> dict[str, float]:
+    """The core path's minutes by what the room does: reads prose, reads code, waits for cells, does exercises."""
+    core = [section for section in sections(path) if section.core]
+    lessons = [section for section in core if not section.exercise]
+    return {"prose": sum(section.words for section in lessons) / WORDS_PER_MINUTE,
+            "code": sum(section.code_lines for section in lessons) / CODE_LINES_PER_MINUTE,
+            "running": sum(section.run_seconds for section in core) / 60,
+            "exercises": MINUTES_PER_EXERCISE * sum(section.exercise for section in core)}
+
+
 def agenda() -> dict[str, int]:
     """Each notebook's core minutes, by number, from the agenda in docs/teaching.md."""
     text = (ROOT / "docs" / "teaching.md").read_text(encoding="utf-8")
@@ -114,6 +126,17 @@ def test_the_agenda_has_every_notebook_and_adds_up():
     budgets = {number: int(minutes) for number, minutes in agenda().items()}
     assert sorted(budgets) == [path.name[:2] for path in NOTEBOOKS]
     assert sum(budgets.values()) == TOTAL_MINUTES
+
+
+def test_the_agenda_shows_what_the_minutes_are_made_of():
+    """docs/teaching.md's breakdown is this test's estimate, to the minute: what a room reads, runs and writes."""
+    text = (ROOT / "docs" / "teaching.md").read_text(encoding="utf-8")
+    shown = {row[0]: [int(minutes) for minutes in row[1:]] for row in BREAKDOWN_ROW.findall(text)}
+    assert sorted(shown) == [path.name[:2] for path in NOTEBOOKS]
+    for path in NOTEBOOKS:
+        computed = breakdown(path)
+        print(path.name[:2], {kind: round(minutes, 1) for kind, minutes in computed.items()})
+        assert all(abs(doc - minutes) <= 1 for doc, minutes in zip(shown[path.name[:2]], computed.values())), path.name
 
 
 def test_the_readme_gives_the_agendas_minutes():
