@@ -5,7 +5,7 @@ Uses the embedded server's `x_trace` extension; other servers do not expose thei
 from __future__ import annotations
 
 from helpers.runtime.dialects import with_trace
-from helpers.widgets.tokens import Token, legend_html, span, token_explorer, tokens_html
+from helpers.widgets.tokens import Token, token_explorer, tokens_html
 
 # Who chose a token: the grammar, where it allowed exactly one; the model, where it allowed several.
 COLOURS: dict[str, str] = {"grammar": "#f8c9c4", "model": "#c6ddf5"}
@@ -40,18 +40,10 @@ def legend() -> dict[str, str]:
     return {COLOURS[who]: words for who, words in LEGEND.items()}
 
 
-def coloured_reply(trace: list[dict]) -> str:
-    """The traced reply as HTML, each token on the colour of who chose it, with a legend.
-
-    Inline styles only, so the picture survives where a notebook is shown without its stylesheets (GitHub).
-    """
-    tokens = "".join(span(token) for token in tokens_of(trace))
-    return (f'<div style="font-family:monospace;white-space:pre-wrap;line-height:1.9">{tokens}</div>'
-            f'<div style="margin-top:6px">{legend_html(legend())}</div>')
-
-
 def mask_page(trace: list[dict]) -> str:
-    """The mask explorer's static rendering (GitHub, nbval): the coloured reply and, folded, every token's row."""
+    """The traced reply as HTML, each token on the colour of who chose it, with a legend and, folded, every token's
+    row: the mask explorer's static rendering. Inline styles only, so it survives where a notebook is shown without
+    its stylesheets (GitHub)."""
     return tokens_html(tokens_of(trace), legend())
 
 

@@ -139,3 +139,9 @@ def test_the_static_mask_page_holds_every_token_on_its_colour():
                f'{html.escape(step["token"])}</span>' in page
     assert page.count("<tr>") == len(TRACE) + 1
     assert "<script" not in page and "<style" not in page
+
+
+def test_a_viewer_without_widgets_reads_one_line_not_the_tree():
+    view = mask_explorer(TRACE)
+    assert repr(view) == "a slider over 4 tokens (it runs in Jupyter with a live kernel)"
+    assert isinstance(view, widgets.VBox)

@@ -6,10 +6,24 @@ browser, `observe` redraws in the kernel.
 """
 from __future__ import annotations
 
+from functools import cache
 from typing import Callable
 
 # A page: its HTML, and a PNG picture or None.
 Page = tuple[str, "bytes | None"]
+
+
+@cache
+def view_class():
+    """A VBox that names itself in one line: a viewer that cannot run widgets (GitHub) shows this, not the whole
+    tree of children and their HTML."""
+    import ipywidgets as widgets
+
+    class SliderView(widgets.VBox):
+        def __repr__(self) -> str:
+            return f"a slider over {self.pages} {self.label}s (it runs in Jupyter with a live kernel)"
+
+    return SliderView
 
 
 def slider_view(count: int, page: Callable[[int], Page], label: str, pictures: bool = False,
@@ -34,4 +48,6 @@ def slider_view(count: int, page: Callable[[int], Page], label: str, pictures: b
     slider.observe(show, names="value")
     show()
     body = widgets.HBox([picture, text]) if pictures else text
-    return widgets.VBox([widgets.HBox([play, slider]), body])
+    view = view_class()([widgets.HBox([play, slider]), body])
+    view.pages, view.label = count, label
+    return view
