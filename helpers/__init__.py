@@ -29,4 +29,5 @@ earlier ones (a test walks the imports). Everything that is not a lesson lives i
 | `runtime`   | choosing a backend and its dialect, the embedded server's facts and process, installing, the notebooks' setup, publishing, paths |
 | `server`    | the embedded model's OpenAI-compatible HTTP server                                     |
 | `exercises` | the checks behind each notebook's exercises                                            |
+| `widgets`   | sliders over an agent run's steps and a guided reply's tokens, each with a static rendering |
 """

@@ -4,9 +4,8 @@ Uses the embedded server's `x_trace` extension; other servers do not expose thei
 """
 from __future__ import annotations
 
-import html
-
 from helpers.runtime.dialects import with_trace
+from helpers.widgets.tokens import Token, token_explorer, tokens_html
 
 # Who chose a token: the grammar, where it allowed exactly one; the model, where it allowed several.
 COLOURS: dict[str, str] = {"grammar": "#f8c9c4", "model": "#c6ddf5"}
@@ -30,16 +29,24 @@ def who_chose(step: dict) -> str:
     return "grammar" if step["allowed"] == 1 else "model"
 
 
-def coloured_reply(trace: list[dict]) -> str:
-    """The traced reply as HTML, each token on the colour of who chose it, with a legend.
+def tokens_of(trace: list[dict]) -> list[Token]:
+    """The trace as the token views' plain data: each token with who chose it, in words and in colour."""
+    return [Token(step["token"], step["allowed"], LEGEND[who_chose(step)], COLOURS[who_chose(step)],
+                  [tuple(pair) for pair in step.get("top_before_mask", [])],
+                  [tuple(pair) for pair in step.get("top_after_mask", [])]) for step in trace]
 
-    Inline styles only, so the picture survives where a notebook is shown without its stylesheets (GitHub).
-    """
-    def span(colour: str, text: str, title: str = "") -> str:
-        hover = f' title="{html.escape(title)}"' if title else ""
-        return f'<span style="background:{colour};border-radius:3px"{hover}>{html.escape(text)}</span>'
 
-    tokens = "".join(span(COLOURS[who_chose(step)], step["token"], f"{step['allowed']:,} allowed") for step in trace)
-    legend = " ".join(span(COLOURS[who], f" {words} ") for who, words in LEGEND.items())
-    return (f'<div style="font-family:monospace;white-space:pre-wrap;line-height:1.9">{tokens}</div>'
-            f'<div style="margin-top:6px">{legend}</div>')
+def legend() -> dict[str, str]:
+    return {COLOURS[who]: words for who, words in LEGEND.items()}
+
+
+def mask_page(trace: list[dict]) -> str:
+    """The traced reply as HTML, each token on the colour of who chose it, with a legend and, folded, every token's
+    row: the mask explorer's static rendering. Inline styles only, so it survives where a notebook is shown without
+    its stylesheets (GitHub)."""
+    return tokens_html(tokens_of(trace), legend())
+
+
+def mask_explorer(trace: list[dict]):
+    """A slider over the trace's tokens: the text so far, the current token, how many were allowed, who chose it."""
+    return token_explorer(tokens_of(trace), legend())

@@ -117,9 +117,10 @@ def test_the_walk_sees_a_backward_import():
     assert {"helpers.grounding", "helpers.instruction"} <= set(later_lessons(reached, 3))
 
 
-# The floors below the lessons: they may share the data contracts, nothing else of a lesson; the runtime (which
-# chooses and starts a backend) knows nothing of the server it starts but its command line.
-FLOORS = ("world", "runtime", "server")
+# The floors below the lessons: they may share the data contracts, nothing else of a lesson (the widgets take plain
+# data, which a lesson module builds); the runtime (which chooses and starts a backend) knows nothing of the server
+# it starts but its command line.
+FLOORS = ("world", "runtime", "server", "widgets")
 SHARED_CONTRACTS = {"helpers.contract", "helpers.steps"}
 
 

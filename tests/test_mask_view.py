@@ -1,7 +1,7 @@
 """The coloured reply: each token on the colour of who chose it, escaped, with inline styles only."""
 import re
 
-from helpers.mask_view import COLOURS, coloured_reply, who_chose
+from helpers.mask_view import COLOURS, mask_page, who_chose
 
 TRACE = [{"token": '{"', "allowed": 1}, {"token": "note", "allowed": 1}, {"token": ' <b>&', "allowed": 47_900},
          {"token": "click", "allowed": 24}]
@@ -12,7 +12,7 @@ def test_a_token_is_the_grammars_only_where_it_was_the_one_allowed():
 
 
 def test_every_token_appears_once_on_its_colour_and_the_text_is_escaped():
-    page = coloured_reply(TRACE)
+    page = mask_page(TRACE).split("<details>")[0]  # the reply; every token's row follows, folded
     tokens = re.findall(r'<span style="background:(#\w+);[^"]*" title="([^"]*)">(.*?)</span>', page)
     assert [(colour, text) for colour, _, text in tokens] == [
         (COLOURS["grammar"], "{&quot;"), (COLOURS["grammar"], "note"), (COLOURS["model"], " &lt;b&gt;&amp;"),
@@ -21,6 +21,6 @@ def test_every_token_appears_once_on_its_colour_and_the_text_is_escaped():
 
 
 def test_the_page_has_a_legend_and_no_stylesheet_or_script():
-    page = coloured_reply(TRACE)
+    page = mask_page(TRACE)
     assert "forced by the grammar" in page and "chosen by the model" in page
     assert "<style" not in page and "<script" not in page and "class=" not in page

@@ -289,15 +289,36 @@ def check_embedded_dependencies() -> None:
                                 "from the workshop folder (llama-cpp-python compiles once, about 5 minutes)")
 
 
+def in_kernel() -> bool:
+    """Whether this code runs in a Jupyter kernel (JupyterLab, Notebook, nbconvert, Colab), not a script."""
+    ipython = sys.modules.get("IPython")
+    shell = ipython.get_ipython() if ipython is not None else None
+    return getattr(shell, "kernel", None) is not None
+
+
+def owner_pid() -> str | None:
+    """The process the server leaves with: the one `./workshop lab` names; else, in a kernel, the process that runs
+    the kernel (a Jupyter started by hand, nbconvert), so stopping it stops the server too; a script's server stays
+    until `./workshop stop`. A later notebook's kernel finds a server gone with its Jupyter and starts another."""
+    if owner := os.environ.get(OWNER_PID_VARIABLE):
+        return owner
+    return str(os.getppid()) if in_kernel() else None
+
+
+def server_command(port: int, extra_args: tuple[str, ...] = ()) -> list[str]:
+    command = [sys.executable, "-m", "helpers.server", "--port", str(port), *extra_args]
+    if owner := owner_pid():
+        command += ["--exit-with", owner]
+    return command
+
+
 def start_server(port: int | None = None, ready_timeout: float = 60.0, extra_args: tuple[str, ...] = ()) -> str:
     """Start the server on `port` in its own process and wait until it answers; returns its base URL."""
     port = port or candidate_ports()[0]
     check_embedded_dependencies()
     log = log_path(port)
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [CHECKOUT, os.environ.get("PYTHONPATH")]))}
-    command = [sys.executable, "-m", "helpers.server", "--port", str(port), *extra_args]
-    if owner := os.environ.get(OWNER_PID_VARIABLE):
-        command += ["--exit-with", owner]
+    command = server_command(port, extra_args)
     with os.fdopen(open_log(log), "w") as log_file:
         process = subprocess.Popen(command, stdout=log_file, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                                    env=env, start_new_session=True)

@@ -219,6 +219,63 @@ def test_the_server_leaves_with_the_lab_that_started_it(monkeypatch):
         stop_server(port)
 
 
+# A kernel's code: it believes it runs in Jupyter (as IPython says in a real kernel), starts the server, and ends.
+KERNEL = """
+import sys, types
+shell = types.SimpleNamespace(kernel=object())
+sys.modules["IPython"] = types.SimpleNamespace(get_ipython=lambda: shell)
+from helpers.runtime.embedded import start_server
+start_server(int(sys.argv[1]))
+"""
+
+
+@pytest.mark.integration
+def test_a_jupyter_started_by_hand_takes_its_server_with_it(monkeypatch):
+    """No `./workshop lab`, so no owner variable: the server a kernel starts stays while the Jupyter that ran the
+    kernel lives (the kernel's end does not stop it: another notebook may use it), and leaves when that Jupyter
+    stops."""
+    monkeypatch.delenv(control.OWNER_PID_VARIABLE, raising=False)
+    port = free_port()
+    jupyter = subprocess.Popen([sys.executable, "-c", "import subprocess, sys, time\n"
+                                f"subprocess.run([sys.executable, '-c', {KERNEL!r}, '{port}'], check=True)\n"
+                                "time.sleep(120)"], cwd=CHECKOUT)
+    try:
+        deadline = time.monotonic() + 60
+        while health(port) is None and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert health(port) is not None, "the kernel did not start its server"
+        time.sleep(1.5)
+        assert health(port) is not None and jupyter.poll() is None
+        jupyter.kill()
+        jupyter.wait()
+        deadline = time.monotonic() + 15
+        while health(port) is not None and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert health(port) is None, "the server outlived the Jupyter its kernel ran in"
+    finally:
+        jupyter.kill()
+        stop_server(port)
+
+
+def test_only_a_kernel_gives_its_server_an_owner_and_the_labs_own_comes_first(monkeypatch):
+    monkeypatch.delenv(control.OWNER_PID_VARIABLE, raising=False)
+    assert not control.in_kernel() and "--exit-with" not in control.server_command(8765)  # a script, a test
+    monkeypatch.setattr(control, "in_kernel", lambda: True)
+    assert control.server_command(8765)[-2:] == ["--exit-with", str(os.getppid())]
+    monkeypatch.setenv(control.OWNER_PID_VARIABLE, "4242")
+    assert control.server_command(8765)[-2:] == ["--exit-with", "4242"]
+
+
+def test_in_kernel_asks_ipython_for_a_kernel(monkeypatch):
+    import types
+
+    shell = types.SimpleNamespace(kernel=None)
+    monkeypatch.setitem(sys.modules, "IPython", types.SimpleNamespace(get_ipython=lambda: shell))
+    assert not control.in_kernel()  # IPython in a terminal: no kernel
+    shell.kernel = object()
+    assert control.in_kernel()
+
+
 def test_the_log_lives_in_a_folder_only_its_user_may_enter(monkeypatch, tmp_path):
     monkeypatch.setattr(control.tempfile, "gettempdir", lambda: str(tmp_path))
     log = control.log_path(8765)
