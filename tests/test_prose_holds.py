@@ -23,8 +23,6 @@ NUMBER = re.compile(r"(?<![\w.])\d[\d,]*(?:\.\d+)?(?![\w])")
 WORDS = {word: str(value) for value, word in enumerate(
     "zero one two three four five six seven eight nine ten eleven twelve".split()) if value >= 2}
 WORD = re.compile(rf"\b({'|'.join(WORDS)})\b", re.IGNORECASE)
-# Notebooks not yet rewritten to this rule (03, cell 36: the note's "$1.00", a price the model made up in that run).
-NOT_YET = {"03"}
 
 
 def numbers(text: str) -> set[str]:
@@ -71,9 +69,7 @@ def single_run_figures(cells: list[dict], known: frozenset[str]) -> dict[int, li
     return found
 
 
-@pytest.mark.parametrize("path", [
-    pytest.param(path, marks=pytest.mark.xfail(strict=False, reason="coordinator's notebooks"))
-    if path.name[:2] in NOT_YET else path for path in NOTEBOOKS], ids=lambda p: p.name)
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
 def test_the_markdown_quotes_no_figure_only_one_run_produced(path):
     cells = json.loads(path.read_text(encoding="utf-8"))["cells"]
     found = single_run_figures(cells, workshop_numbers())
