@@ -275,6 +275,12 @@ def load_results(path: Path | str) -> dict:
     return json.loads(Path(path).read_text())
 
 
+def results_from(run: dict) -> list[ModeResult]:
+    """A saved run's results again, for `table` and `plot_results`: a recorded grid shown without a model."""
+    return [ModeResult(mode["mode"], mode["description"], mode["skipped"], mode["failed"],
+                       [Trial(**trial) for trial in mode["trials"]]) for mode in run["modes"]]
+
+
 def table(results: list[ModeResult]) -> str:
     header = "| mode | valid | accurate | repairs | fallbacks | p50 s | p95 s | tokens | TTFT p50 s |"
     lines = [header, "|" + "---|" * 9]

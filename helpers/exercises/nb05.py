@@ -1,5 +1,5 @@
-"""Checks for notebook 05's exercises: bound an open schema so a guided reply can always close, and count how many
-replies a schema leaves the model to choose from."""
+"""Checks for notebook 05's exercises: count how many replies a schema leaves the model to choose from, and bound an
+open schema so a guided reply can always close."""
 from __future__ import annotations
 
 from typing import Any
@@ -8,7 +8,7 @@ from helpers.bounds import Unbounded, max_json_bytes
 from helpers.contract import PLAIN_TEXT
 from helpers.exercises import Verdict, schema_validator
 
-# Your turn 1's open schema and the facts the check holds a bounded version to. The notebook shows them; this
+# Your turn 2's open schema and the facts the check holds a bounded version to. The notebook shows them; this
 # module is their one source.
 OPEN_EVENT_SCHEMA: dict[str, Any] = {
     "type": "object",
@@ -34,7 +34,7 @@ def _without(data: dict, key: str) -> dict:
 
 
 def bounded_schema(answer: Any) -> Verdict:
-    """Your turn 1: the event schema, still accepting events, with a worst case of at most BYTE_BUDGET bytes."""
+    """Your turn 2: the event schema, still accepting events, with a worst case of at most BYTE_BUDGET bytes."""
     praise = "every part of the event is bounded, and the longest reply it allows fits the budget."
     validator = schema_validator(answer)
     if validator is None:
@@ -67,7 +67,7 @@ _CLICKS = {"anyOf": [_closed(tool_name={"const": "click"}, element={"const": nam
                      for name, x, y in (("Home", 918, 46), ("Search products", 400, 301), ("Search", 162, 378),
                                         ("My orders", 400, 455))]}
 _FREE_TEXT = {"type": "string", "maxLength": 40}
-# Your turn 2's schemas: what each is, the schema, and how many replies it allows (None: too many to count).
+# Your turn 1's schemas: what each is, the schema, and how many replies it allows (None: too many to count).
 COUNTED: list[tuple[str, dict[str, Any], int | None]] = [
     ("a const", {"const": "go_back"}, 1),
     ("an enum of two directions", {"enum": ["up", "down"]}, 2),
@@ -88,7 +88,7 @@ COUNTED: list[tuple[str, dict[str, Any], int | None]] = [
 
 
 def count_replies(answer: Any) -> Verdict:
-    """Your turn 2: how many JSON values a schema of const, enum, boolean, null, closed objects and anyOf allows."""
+    """Your turn 1: how many JSON values a schema of const, enum, boolean, null, closed objects and anyOf allows."""
     praise = "you can tell, before any request, how much a schema leaves to the model."
     if not callable(answer):
         return False, praise, "replace None with a function that takes a schema and returns a number, or None."

@@ -2,30 +2,8 @@
 cell; run it, then run the check cells again."""
 from helpers.contract import PLAIN_TEXT
 
-# Your turn 1: every string gets maxLength and the plain-text pattern (one character, one byte), the list
-# maxItems, and every object its keys, `required` and `additionalProperties: false`. The longest event this
-# allows is 190 bytes: a guided reply can always close inside 256 tokens.
-bounded_event_schema = {
-    "type": "object",
-    "properties": {
-        "title": {"type": "string", "maxLength": 40, "pattern": PLAIN_TEXT},
-        "tags": {"type": "array", "maxItems": 3, "items": {"type": "string", "maxLength": 12, "pattern": PLAIN_TEXT}},
-        "where": {
-            "type": "object",
-            "properties": {
-                "building": {"type": "string", "maxLength": 30, "pattern": PLAIN_TEXT},
-                "room": {"type": "string", "maxLength": 10, "pattern": PLAIN_TEXT},
-            },
-            "required": ["building", "room"],
-            "additionalProperties": False,
-        },
-    },
-    "required": ["title", "tags", "where"],
-    "additionalProperties": False,
-}
 
-
-# Your turn 2: a const is one value, an enum one per entry, a boolean two, null one; an object allows every
+# Your turn 1: a const is one value, an enum one per entry, a boolean two, null one; an object allows every
 # combination of its properties' values (multiply), anyOf the values of each branch (add); anything else, such as
 # free text or a number, allows too many to count.
 def count_replies(schema):
@@ -46,3 +24,26 @@ def count_replies(schema):
             total *= count
         return total
     return {"boolean": 2, "null": 1}.get(schema.get("type"))
+
+
+# Your turn 2: every string gets maxLength and the plain-text pattern (one character, one byte), the list
+# maxItems, and every object its keys, `required` and `additionalProperties: false`. The longest event this
+# allows is 190 bytes: a guided reply can always close inside 256 tokens.
+bounded_event_schema = {
+    "type": "object",
+    "properties": {
+        "title": {"type": "string", "maxLength": 40, "pattern": PLAIN_TEXT},
+        "tags": {"type": "array", "maxItems": 3, "items": {"type": "string", "maxLength": 12, "pattern": PLAIN_TEXT}},
+        "where": {
+            "type": "object",
+            "properties": {
+                "building": {"type": "string", "maxLength": 30, "pattern": PLAIN_TEXT},
+                "room": {"type": "string", "maxLength": 10, "pattern": PLAIN_TEXT},
+            },
+            "required": ["building", "room"],
+            "additionalProperties": False,
+        },
+    },
+    "required": ["title", "tags", "where"],
+    "additionalProperties": False,
+}
