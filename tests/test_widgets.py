@@ -15,7 +15,7 @@ import pytest
 from helpers import loop
 from helpers.agent import run_episode
 from helpers.mask_view import COLOURS, LEGEND, mask_explorer, mask_page
-from helpers.widgets.steps import NO_HARNESS, Frame, frames_from_turns, step_through, steps_html
+from helpers.widgets.steps import NO_HARNESS, NO_LEDGER, Frame, frames_from_turns, step_through, steps_html
 from helpers.world.scripted_policy import ScriptedPolicy
 from helpers.world.tasks import load_tasks
 
@@ -77,7 +77,8 @@ def test_a_click_is_marked_on_the_screenshot_and_nothing_else_changes_it(governe
 def test_without_a_harness_the_frames_say_so(bare):
     frames = frames_from_turns(bare.turns)
     assert {frame.verdict for frame in frames} == {NO_HARNESS}
-    assert all(frame.ledger == [] for frame in frames)
+    assert all(frame.ledger is None for frame in frames)  # none kept, which is not "none happened"
+    assert NO_LEDGER in steps_html(frames)
 
 
 def test_the_step_slider_shows_the_step_it_points_at(governed):

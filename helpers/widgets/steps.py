@@ -17,6 +17,7 @@ from typing import Any, Iterable
 from helpers.widgets.slider import slider_view
 
 NO_HARNESS = "no harness: a valid step runs at once"
+NO_LEDGER = "not recorded: no harness keeps a ledger in this loop"
 
 
 @dataclass
@@ -29,7 +30,7 @@ class Frame:
     proposed: str  # the step the model proposed, as JSON (its raw reply when that was not a step)
     result: str  # what went back to the model: the tool's output, or why nothing ran
     verdict: str = NO_HARNESS  # what the harness decided about it
-    ledger: list[str] = field(default_factory=list)  # every side effect so far, one line each
+    ledger: list[str] | None = field(default_factory=list)  # every side effect so far, one line each; None: no ledger
 
 
 def marked_click(png: bytes, call: dict) -> bytes:
@@ -61,7 +62,10 @@ def effect_line(effect: dict) -> str:
 
 
 def frames_from_turns(turns: Iterable[Any]) -> list[Frame]:
-    """Frames from a run's recorded turns (anything with the attributes of `helpers.loop.Turn`)."""
+    """Frames from a run's recorded turns (anything with the attributes of `helpers.loop.Turn`). A run that no
+    harness governed and that recorded no side effect (notebook 03's loop) has no ledger to show."""
+    turns = list(turns)
+    kept = any(turn.decision is not None or turn.side_effects for turn in turns)
     frames, ledger = [], []
     for number, turn in enumerate(turns, 1):
         png = base64.b64decode(turn.screenshot_png_b64) if turn.screenshot_png_b64 else None
@@ -71,7 +75,7 @@ def frames_from_turns(turns: Iterable[Any]) -> list[Frame]:
         ledger = [*ledger, *(effect_line(effect) for effect in turn.side_effects)]
         proposed = json.dumps(turn.step, indent=1) if turn.step else turn.raw
         frames.append(Frame(number, turn.screen_text, png, proposed, turn.error or turn.tool_output,
-                            verdict_text(turn.decision), ledger))
+                            verdict_text(turn.decision), ledger if kept else None))
     return frames
 
 
@@ -94,7 +98,7 @@ def frame_html(frame: Frame, of: int, picture: bool = False) -> str:
             + _box("the step the model proposed", frame.proposed, "#eef3fb")
             + _box("the harness's verdict", frame.verdict, "#fbeaea" if refused else "#eaf6ea")
             + _box("what went back to the model", frame.result)
-            + _box("side effects so far", "\n".join(frame.ledger) or "none")
+            + _box("side effects so far", NO_LEDGER if frame.ledger is None else "\n".join(frame.ledger) or "none")
             + "</div>")
 
 
