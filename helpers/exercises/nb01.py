@@ -28,7 +28,7 @@ def _parsed(parse: Callable[[str], Any], text: str) -> Any:
 
 
 def tricky_reply(answer: Any) -> Verdict:
-    """Your turn 1: a reply whose answer, GYM_SUNDAY, parse_json_object finds and the naive parser does not."""
+    """Your turn 2: a reply whose answer, GYM_SUNDAY, parse_json_object finds and the naive parser does not."""
     praise = "parse_json_object finds the answer and the naive parser does not."
     if not isinstance(answer, str):
         return False, praise, "a reply is a string: write one that holds GYM_SUNDAY as JSON, where the naive parser trips."
@@ -43,14 +43,15 @@ def tricky_reply(answer: Any) -> Verdict:
 
 
 def policy_problems(answer: Any) -> Verdict:
-    """Your turn 2: `answer` is a function from a contract-valid object to a list of messages about meaning."""
+    """Your turn 1: `answer` is a function from a contract-valid object to a list of messages about meaning."""
     praise = "two meaning rules the contract's types could never express."
     if not callable(answer):
         return False, praise, "write a function: def policy_problems(data): ... return problems"
     clean = _CASES["clean"]
     fine = [clean, *(data for key, data in _CASES.items() if key != "clean"), format_error()]
     broken = [{**clean, "sources": []}, {**clean, "sources": ["hours-pool"]},
-              {**clean, "sources": ["hours-library", "library-hours"]}]
+              {**clean, "sources": ["hours-library", "library-hours"]},
+              {**clean, "sources": ["hours"]}]  # a piece of an id is not an id
     assert all(validate_answer(data) == [] for data in fine + broken)  # the rules are about meaning, not shape
     try:
         results = [(data, answer(data)) for data in fine + broken]
@@ -86,6 +87,10 @@ def _looks_like_an_id(data: dict) -> list[str]:
     return _answered_only(data) + [f"{s} is unknown" for s in data["sources"] if not s.startswith(known)]
 
 
+def _answered_only_or_part_of_an_id(data: dict) -> list[str]:
+    return _answered_only(data) + [f"{s} is unknown" for s in data["sources"] if not any(s in e for e in ENTRIES)]
+
+
 SOLUTIONS = {"tricky_reply": "tricky_reply", "policy_problems": "policy_problems"}
 
 _GYM = json.dumps(GYM_SUNDAY)
@@ -108,5 +113,6 @@ WRONG = {
         _looks_like_an_id,  # "hours-pool" looks like an id but is not one
         lambda data: "sources: missing" if not data["sources"] else "",  # not a list
         lambda data: [s for s in data["sources"] if ENTRIES[s]],  # crashes on an unknown id
+        _answered_only_or_part_of_an_id,  # "hours" is inside an id, not one
     ],
 }

@@ -37,6 +37,9 @@ def wait_model(answer: Any) -> Verdict:
     if getattr(answer, "intent", None) != "tool_request" or "intent" in answer.model_fields:
         return False, praise, ("like click and scroll, wait acts on the app: intent: ClassVar[IntentKind] = "
                                "\"tool_request\" (a ClassVar, so it is no field of the call).")
+    if model_errors(answer, {"seconds": 3}) == []:
+        return False, praise, ("it accepts {'seconds': 3}, a call that names no tool: give tool_name no default, "
+                               "as in ClickArgs, so the model must write it.")
     wrong = _first_wrong(lambda call: model_errors(answer, call) == [])
     if wrong:
         return False, praise, (f"{wrong}. Keep model_config = CLOSED, and make seconds an int with "

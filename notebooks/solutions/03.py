@@ -4,7 +4,7 @@ import copy
 from helpers.loop import app_handlers, trim_to_last_n_images
 
 
-# Your turn 1: trim_to_last_n_images, except that the oldest screenshot is never evicted.
+# Your turn 2: trim_to_last_n_images, except that the oldest screenshot is never evicted.
 def trim_keep_first(messages, n=3):
     trimmed = trim_to_last_n_images(messages, n)  # a new list: the caller's messages stay as they are
     for original, kept in zip(messages, trimmed):
@@ -14,6 +14,6 @@ def trim_keep_first(messages, n=3):
     return trimmed
 
 
-# Your turn 2: every tool of app_handlers, and ask_user puts the model's question to the user.
+# Your turn 1: every tool of app_handlers, and ask_user puts the model's question to the user.
 def user_handlers(app, user):
     return {**app_handlers(app), "ask_user": lambda question: user.reply(question)}

@@ -2,7 +2,7 @@
 from helpers.grounding import screen_values
 
 
-# Your turn 1: only the prices this screen shows can be the answer.
+# Your turn 2: only the prices this screen shows can be the answer.
 def price_answers(app):
     prices = [value for value in screen_values(app) if value.startswith("$")]
     if not prices:
@@ -11,7 +11,7 @@ def price_answers(app):
              "properties": {"tool_name": {"const": "answer"}, "content": {"enum": prices}}}]
 
 
-# Your turn 2: a user who approves one order of 1 x Red mug, once, and nothing else.
+# Your turn 1: a user who approves one order of 1 x Red mug, once, and nothing else.
 class CarefulUser:
     def __init__(self):
         self.approved = False
