@@ -202,6 +202,14 @@ def test_a_real_server_with_older_code_is_replaced(monkeypatch):
         stop_server(port)
 
 
+def gone(port: int, within: float = 15) -> bool:
+    """Whether the server on `port` stops answering within `within` seconds."""
+    deadline = time.monotonic() + within
+    while health(port) is not None and time.monotonic() < deadline:
+        time.sleep(0.2)
+    return health(port) is None
+
+
 @pytest.mark.integration
 def test_the_server_leaves_with_the_lab_that_started_it(monkeypatch):
     lab = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
@@ -211,10 +219,7 @@ def test_the_server_leaves_with_the_lab_that_started_it(monkeypatch):
     try:
         lab.kill()
         lab.wait()
-        deadline = time.monotonic() + 15
-        while health(port) is not None and time.monotonic() < deadline:
-            time.sleep(0.2)
-        assert health(port) is None, "the server outlived the process it was started for"
+        assert gone(port), "the server outlived the process it was started for"
     finally:
         stop_server(port)
 
@@ -248,10 +253,7 @@ def test_a_jupyter_started_by_hand_takes_its_server_with_it(monkeypatch):
         assert health(port) is not None and jupyter.poll() is None
         jupyter.kill()
         jupyter.wait()
-        deadline = time.monotonic() + 15
-        while health(port) is not None and time.monotonic() < deadline:
-            time.sleep(0.2)
-        assert health(port) is None, "the server outlived the Jupyter its kernel ran in"
+        assert gone(port), "the server outlived the Jupyter its kernel ran in"
     finally:
         jupyter.kill()
         stop_server(port)
