@@ -22,6 +22,7 @@ earlier ones (a test walks the imports). Everything that is not a lesson lives i
 | 06       | `replay`       | fixed reply scripts, labelled as such, to try the harness with             |
 | 06       | `agent`        | the Holo3 loop governed by the harness                                     |
 | 06       | `agent_bench`  | the configurations side by side: `python -m helpers.agent_bench`          |
+| 06       | `model_choice` | which model to embed: its goal readings and decode speed, `python -m helpers.model_choice` |
 
 | subpackage  | what it holds                                                                          |
 |-------------|----------------------------------------------------------------------------------------|

@@ -10,6 +10,13 @@ Runs every task x seed in each configuration (`bare`, `per_screen`, `grounded`, 
     --policy replay:PATH    raw assistant replies from a JSONL file, one per turn: fixed (adversarial) sequences
                             that go through everything a model reply goes through in that configuration
 
+`--horizon` asks the same questions from closer to the answer: each task of `--tasks` (default `HORIZON_TASKS`) from
+each start of `--starts` (signed out, at home, on the search results, on the product page; see
+`helpers.world.tasks.at_start`). An episode's horizon is the number of steps the scripted reference policy takes
+from that start on that seed, measured by running it; the episode may take its horizon plus `--slack` steps. The
+table then reports, by horizon and per configuration, the goal step (a reading of the model's that is the task's
+goal) apart from the task (done).
+
 It prints one line per episode as it goes, then a table per configuration, writes `--json` and draws `--chart`.
 """
 from __future__ import annotations
@@ -24,12 +31,20 @@ from pathlib import Path
 from helpers.agent import CONFIGS, MAX_STEPS, Episode, ReplayPolicy, governed_repair, run_episode, summarize
 from helpers.grounding import NARROWINGS
 from helpers.harness import Tracer
+from helpers.instruction import conceal
 from helpers.loop import ModelPolicy, ScriptedProposer
 from helpers.runtime.versions import software_versions
 from helpers.steps import STEP_TOKENS
 from helpers.world.obedient_policy import ObedientPolicy
 from helpers.world.scripted_policy import ScriptedPolicy
-from helpers.world.tasks import INJECTED_FILE, Task, injected_tasks, load_tasks
+from helpers.world.tasks import (INJECTED_FILE, STARTS, Task, at_start, injected_tasks, load_tasks, same_goal,
+                                 start_app, task_goal)
+
+# The horizon run's default tasks: a look-up and two orders, one of them of 2 items.
+HORIZON_TASKS = ("price", "order_receipt", "order")
+SLACK = 2
+# More steps than any task's scripted path takes from any start: past it, the scripted policy is lost.
+LONGEST_PATH = 40
 
 def make_policy(kind: str, task: Task, seed: int, conn):
     if kind == "model":
@@ -41,6 +56,88 @@ def make_policy(kind: str, task: Task, seed: int, conn):
     if kind.startswith("replay:"):
         return ReplayPolicy.load(kind.split(":", 1)[1])
     raise ValueError(f"--policy must be model, scripted, obedient or replay:PATH, not {kind!r}")
+
+
+def scripted_horizon(task: Task, seed: int) -> int:
+    """The steps the scripted reference policy takes to complete `task` on `seed`, measured by running it."""
+    episode = run_episode(ScriptedProposer(ScriptedPolicy(task)), task, seed, "bare", max_steps=LONGEST_PATH)
+    if not episode.success:
+        raise RuntimeError(f"the scripted policy does not complete {task.id} on seed {seed}: {episode.outcome}")
+    return episode.steps
+
+
+def calls_made(episode: Episode) -> list[dict]:
+    """What the agent did, turn by turn: its tool call (None for a reply that was no step) and what came back,
+    passwords concealed. Short enough to keep in the record of a short episode, to see why it failed."""
+    calls = [{"call": turn.step["tool_call"] if turn.step else None, "result": turn.tool_output[:120]}
+             for turn in episode.turns]
+    return json.loads(conceal(json.dumps(calls), episode.secrets))
+
+
+def horizon_tasks(ids: list[str], starts: list[str]) -> list[Task]:
+    known = {task.id: task for task in load_tasks()}
+    return [at_start(known[task_id], start) for task_id in ids for start in starts]
+
+
+def goal_right(record: dict, task: Task) -> bool | None:
+    """Whether the model read the task's goal (the simulated user's test); None when no model read one."""
+    if record["goal_source"] != "model":
+        return None
+    return record["goal"] is not None and same_goal(record["goal"], task_goal(task, start_app(task, record["seed"])))
+
+
+def by_horizon(records: list[dict]) -> dict[int, dict[str, dict]]:
+    """Per horizon, per configuration: episodes, goals read right (None: no model read one), tasks done, the starts
+    of its episodes, and the steps whose schema allowed one call."""
+    table: dict[int, dict[str, dict]] = {}
+    for r in sorted(records, key=lambda r: r["horizon"]):
+        cell = table.setdefault(r["horizon"], {}).setdefault(r["config"], {
+            "episodes": 0, "goals_right": None, "done": 0, "starts": {}, "steps": 0, "single_option_steps": 0})
+        cell["episodes"] += 1
+        cell["done"] += r["success"]
+        if r["goal_right"] is not None:
+            cell["goals_right"] = (cell["goals_right"] or 0) + r["goal_right"]
+        cell["starts"][r["start"]] = cell["starts"].get(r["start"], 0) + 1
+        cell["steps"] += r["steps"]
+        cell["single_option_steps"] += r["single_option_steps"]
+    return table
+
+
+def horizon_table(horizons: dict[int, dict[str, dict]]) -> str:
+    """Success by horizon: per configuration, the goal step (where the model read one) apart from the task; the last
+    row, the share of steps whose schema allowed exactly one call."""
+    configs = list(dict.fromkeys(c for row in horizons.values() for c in row))
+    reads = {c for row in horizons.values() for c, cell in row.items() if cell["goals_right"] is not None}
+    columns = [(c, part) for c in configs for part in (("goal", "done") if c in reads else ("done",))]
+    head = ["steps on the scripted path", "episodes by start",
+            *(f"{c}: {'goal read right' if part == 'goal' else 'task done'}" for c, part in columns)]
+    lines = ["| " + " | ".join(head) + " |", "|---|---|" + "---|" * len(columns)]
+
+    def cell_text(cell: dict | None, part: str) -> str:
+        if cell is None:
+            return ""
+        got = cell["goals_right"] if part == "goal" else cell["done"]
+        return "-" if got is None else f"{got}/{cell['episodes']}"
+
+    totals: dict[str, dict] = {}
+    for horizon, row in horizons.items():
+        first = next(iter(row.values()))
+        starts = ", ".join(f"{start} {n}" for start, n in sorted(first["starts"].items(),
+                                                                   key=lambda item: STARTS.index(item[0])))
+        lines.append(f"| {horizon} | {starts} | " + " | ".join(cell_text(row.get(c), part) for c, part in columns)
+                     + " |")
+        for config, cell in row.items():
+            total = totals.setdefault(config, {"episodes": 0, "goals_right": None, "done": 0, "steps": 0,
+                                               "single_option_steps": 0})
+            for key in ("episodes", "done", "steps", "single_option_steps"):
+                total[key] += cell[key]
+            if cell["goals_right"] is not None:
+                total["goals_right"] = (total["goals_right"] or 0) + cell["goals_right"]
+    lines.append("| all | | " + " | ".join(cell_text(totals[c], part) for c, part in columns) + " |")
+    share = {c: f"{t['single_option_steps'] / max(1, t['steps']):.0%} of {t['steps']}" for c, t in totals.items()}
+    lines.append("| steps the schema decided (one allowed call) | | "
+                 + " | ".join(share[c] if part == "done" else "" for c, part in columns) + " |")
+    return "\n".join(lines)
 
 
 def episode_line(episode: Episode) -> str:
@@ -134,11 +231,15 @@ def report_files(sources: list[Path], json_path: Path | None, chart_path: Path |
                          "add seeds with --first-seed instead of running them again")
     summary = summarize(records)
     print(table(summary))
+    horizons = by_horizon(records) if all("horizon" in r for r in records) else None
+    if horizons:
+        print("\n" + horizon_table(horizons))
     # A merged file can be merged again: its runs are listed under "from" already.
     meta = {"from": [entry for source, run in zip(sources, runs)
                      for entry in run["meta"].get("from", [{"file": source.name, **run["meta"]}])]}
     if json_path:
-        json_path.write_text(json.dumps({"episodes": records, "summary": summary, "meta": meta}, indent=1))
+        json_path.write_text(json.dumps({"episodes": records, "summary": summary, "meta": meta,
+                                         **({"horizons": horizons} if horizons else {})}, indent=1))
     if chart_path:
         first = meta["from"][0]
         counts = ", ".join(f"{config} {s['episodes']}" for config, s in summary.items())
@@ -154,7 +255,13 @@ def main(argv: list[str] | None = None) -> None:
                         help="task ids (default: all of data/tasks.json; for --policy obedient, every injected task)")
     parser.add_argument("--configs", nargs="*", default=list(CONFIGS), choices=CONFIGS)
     parser.add_argument("--policy", default="model", help="model, scripted, obedient or replay:PATH")
-    parser.add_argument("--max-steps", type=int, default=MAX_STEPS)
+    parser.add_argument("--max-steps", type=int, default=None, help=f"(default {MAX_STEPS}; not with --horizon)")
+    parser.add_argument("--horizon", action="store_true",
+                        help=f"ask each task from each start of --starts (default tasks: {' '.join(HORIZON_TASKS)})")
+    parser.add_argument("--starts", nargs="+", default=list(STARTS), choices=STARTS,
+                        help="with --horizon, where the tasks start (default: all)")
+    parser.add_argument("--slack", type=int, default=SLACK,
+                        help=f"with --horizon, the steps an episode may take beyond its horizon (default {SLACK})")
     parser.add_argument("--narrowings", nargs="*", default=list(NARROWINGS), choices=NARROWINGS,
                         help="which constraints the grounded, governed and handwritten configurations apply "
                              "(default: all; handwritten adds its rules to them)")
@@ -167,8 +274,16 @@ def main(argv: list[str] | None = None) -> None:
     if args.sources:
         report_files(args.sources, args.json, args.chart)
         return
+    if args.horizon and args.max_steps is not None:
+        parser.error("--horizon gives each episode its horizon plus --slack steps: leave out --max-steps")
+    max_steps = MAX_STEPS if args.max_steps is None else args.max_steps
     tasks = injected_tasks() if args.policy == "obedient" else load_tasks()
-    if args.tasks:
+    if args.horizon:
+        try:
+            tasks = horizon_tasks(args.tasks or list(HORIZON_TASKS), args.starts)
+        except (KeyError, ValueError) as exc:
+            parser.error(f"--horizon: {exc}")
+    elif args.tasks:
         known = [*load_tasks(), *load_tasks(INJECTED_FILE)]
         unknown = set(args.tasks) - {t.id for t in known}
         if unknown:
@@ -183,28 +298,39 @@ def main(argv: list[str] | None = None) -> None:
     seeds = range(args.first_seed, args.first_seed + args.seeds)
     print(f"policy {args.policy}, backend {backend}, model {conn.model if conn else None}, "
           f"{len(tasks)} tasks x seeds {list(seeds)} x {len(args.configs)} configs", flush=True)
-    started, episodes = time.perf_counter(), []
+    horizons = {(task.id, seed): scripted_horizon(task, seed) for task in tasks for seed in seeds} \
+        if args.horizon else {}
+    started, records = time.perf_counter(), []
     for config in args.configs:
         for task in tasks:
             for seed in seeds:
                 policy = make_policy(args.policy, task, seed, conn)
                 tracer = Tracer(args.trace / f"{config}-{task.id}-{seed}.jsonl") if args.trace else None
-                episode = run_episode(policy, task, seed, config, max_steps=args.max_steps, tracer=tracer,
+                horizon = horizons.get((task.id, seed))
+                episode = run_episode(policy, task, seed, config, tracer=tracer,
+                                      max_steps=max_steps if horizon is None else horizon + args.slack,
                                       repair=governed_repair(conn) if conn else None, narrowings=args.narrowings)
-                episodes.append(episode)
-                print(episode_line(episode), flush=True)
-    summary = summarize([e.record() for e in episodes])
+                record = episode.record()
+                if horizon is not None:
+                    record |= {"start": task.start, "horizon": horizon, "goal_right": goal_right(record, task),
+                               "calls": calls_made(episode)}
+                records.append(record)
+                print(episode_line(episode) + (f"  (horizon {horizon})" if horizon is not None else ""), flush=True)
+    summary = summarize(records)
     command = "python -m helpers.agent_bench " + portable(argv if argv is not None else sys.argv[1:])
     print(f"\n{command}  ({time.perf_counter() - started:.0f} s)")
     print(table(summary))
+    if args.horizon:
+        print("\n" + horizon_table(by_horizon(records)))
     meta = {"command": command, "policy": args.policy, "backend": backend, "model": conn.model if conn else None,
             "dialect": conn.profile.dialect if conn else None, "seeds": list(seeds),
-            "tasks": [t.id for t in tasks], "configs": args.configs, "max_steps": args.max_steps,
+            "tasks": [t.id for t in tasks], "configs": args.configs,
+            "max_steps": f"horizon + {args.slack}" if args.horizon else max_steps,
             "narrowings": args.narrowings, "versions": software_versions()}
     if args.json:
         args.json.parent.mkdir(parents=True, exist_ok=True)
-        args.json.write_text(json.dumps({"episodes": [e.record() for e in episodes], "summary": summary,
-                                         "meta": meta}, indent=1))
+        args.json.write_text(json.dumps({"episodes": records, "summary": summary, "meta": meta,
+                                         **({"horizons": by_horizon(records)} if args.horizon else {})}, indent=1))
     if args.chart:
         args.chart.parent.mkdir(parents=True, exist_ok=True)
         chart(summary, args.chart, f"{args.policy} policy, {meta['model'] or 'no model'}, "

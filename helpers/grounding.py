@@ -270,9 +270,12 @@ def no_repeat(last_call: dict | None, variants: list[dict[str, Any]]) -> list[di
 
 def destination(app: CampusStore, variant: dict[str, Any]) -> str | None:
     """Where a click or go_back would lead, read off a copy of the app the way a browser shows a link's address;
-    None when the page would not change."""
+    None when the page would not change, or when the call is not one place (a click the `clicks` constraint left
+    free may land anywhere, so no one destination is its)."""
     tool = _tool(variant)
     if tool not in ("click", "go_back"):
+        return None
+    if tool == "click" and not all("const" in variant["properties"].get(axis, {}) for axis in ("x", "y")):
         return None
     trial = copy.deepcopy(app)
     if tool == "go_back":

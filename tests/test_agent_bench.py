@@ -3,9 +3,13 @@ import json
 
 import pytest
 
-from helpers.agent_bench import main, table
+from helpers.agent import CONFIGS, run_episode
+from helpers.agent_bench import (HORIZON_TASKS, by_horizon, horizon_table, horizon_tasks, main,
+                                 scripted_horizon, table)
+from helpers.loop import ScriptedProposer
 from helpers.runtime.paths import ROOT
-from helpers.world.tasks import injected_tasks
+from helpers.world.scripted_policy import ScriptedPolicy
+from helpers.world.tasks import SIGNING_IN, STARTS, at_start, injected_tasks, load_tasks
 
 EPISODE_KEYS = {"config", "task", "seed", "success", "steps", "side_effects"}
 EFFECT_KEYS = {"action", "detail", "executed", "asked"}
@@ -114,3 +118,80 @@ def test_a_summary_saved_before_the_counts_by_cause_still_renders():
     rendered = table(older)
     assert "|     by action | n/a | n/a | n/a | n/a | n/a |" in rendered
     assert "|   by cause | n/a | n/a | n/a | n/a | n/a |" in rendered
+
+
+def test_the_handwritten_configuration_runs_with_no_narrowing(tmp_path):
+    """`--narrowings` given with no name used to crash `handwritten` (its rules read a click's fixed coordinates)."""
+    path = tmp_path / "none.json"
+    main(["--policy", "scripted", "--seeds", "1", "--tasks", "order", "--configs", "handwritten", "--narrowings",
+          "--json", str(path)])
+    result = json.loads(path.read_text())
+    assert result["meta"]["narrowings"] == [] and len(result["episodes"]) == 1
+
+
+HORIZON_BASES = [task for task in load_tasks() if task.kind not in SIGNING_IN]
+
+
+@pytest.mark.parametrize("config", CONFIGS)
+def test_the_scripted_policy_completes_the_horizon_tasks_from_every_start_in_every_configuration(config):
+    for task in horizon_tasks(list(HORIZON_TASKS), list(STARTS)):
+        episode = run_episode(ScriptedProposer(ScriptedPolicy(task)), task, 0, config, max_steps=40)
+        assert episode.success, (task.id, episode.outcome)
+
+
+def test_the_scripted_policy_completes_every_task_from_every_start_it_can_have():
+    for base in HORIZON_BASES:
+        for start in STARTS:
+            assert scripted_horizon(at_start(base, start), 0) >= 1  # it raises when the path does not complete
+
+
+def test_the_horizon_is_the_steps_the_scripted_path_takes():
+    expected = {"price": [9, 4, 2, 1], "order_receipt": [10, 5, 3, 2], "order": [12, 7, 5, 4]}  # signin .. product
+    for task_id, steps in expected.items():
+        base = next(t for t in HORIZON_BASES if t.id == task_id)
+        assert [scripted_horizon(at_start(base, start), 0) for start in STARTS] == steps
+
+
+def test_the_horizon_run_records_each_episodes_horizon_and_gives_it_two_more_steps(tmp_path, capsys):
+    path = tmp_path / "horizon.json"
+    main(["--policy", "scripted", "--seeds", "1", "--horizon", "--configs", "bare", "governed", "--json", str(path)])
+    result = json.loads(path.read_text())
+    assert result["meta"]["tasks"] == [f"{t}@{s}" for t in HORIZON_TASKS for s in STARTS]
+    assert result["meta"]["max_steps"] == "horizon + 2"
+    for record in result["episodes"]:
+        assert record["success"] and record["steps"] == record["horizon"]  # the scripted policy is the path itself
+        assert record["start"] == record["task"].split("@")[1] and record["goal_right"] is None  # no model read one
+    out = capsys.readouterr().out
+    assert "| steps on the scripted path | episodes by start | bare: task done | governed: task done |" in out
+    assert "| 1 | product 1 | 1/1 | 1/1 |" in out and "| all | | 12/12 | 12/12 |" in out
+    assert set(result["horizons"]) == {"1", "2", "3", "4", "5", "7", "9", "10", "12"}
+
+
+def test_the_horizon_table_puts_the_goal_step_apart_from_the_task():
+    def record(config, horizon, start, success, goal_right, single=0):
+        return {"config": config, "horizon": horizon, "start": start, "success": success, "goal_right": goal_right,
+                "steps": horizon, "single_option_steps": single}
+
+    records = [record("bare", 1, "product", True, None), record("bare", 4, "home", False, None),
+               record("governed", 1, "product", False, True), record("governed", 4, "home", False, False, single=2)]
+    rendered = horizon_table(by_horizon(records))
+    lines = rendered.splitlines()
+    assert lines[0] == ("| steps on the scripted path | episodes by start | bare: task done | "
+                        "governed: goal read right | governed: task done |")
+    assert "| 1 | product 1 | 1/1 | 1/1 | 0/1 |" in lines and "| 4 | home 1 | 0/1 | 0/1 | 0/1 |" in lines
+    assert "| all | | 1/2 | 1/2 | 0/2 |" in lines
+    assert lines[-1] == "| steps the schema decided (one allowed call) | | 0% of 5 |  | 40% of 5 |"
+
+
+def test_the_horizon_run_merges_from_its_files_and_refuses_max_steps(tmp_path, capsys):
+    first, second = tmp_path / "a.json", tmp_path / "b.json"
+    main(["--policy", "scripted", "--seeds", "1", "--horizon", "--tasks", "price", "--starts", "product",
+          "--configs", "bare", "--json", str(first)])
+    main(["--policy", "scripted", "--seeds", "1", "--horizon", "--tasks", "price", "--starts", "signin",
+          "--configs", "bare", "--json", str(second)])
+    capsys.readouterr()
+    main(["--from", str(first), str(second), "--json", str(tmp_path / "both.json")])
+    assert "| 9 | signin 1 | 1/1 |" in capsys.readouterr().out
+    assert set(json.loads((tmp_path / "both.json").read_text())["horizons"]) == {"1", "9"}
+    with pytest.raises(SystemExit):
+        main(["--policy", "scripted", "--horizon", "--max-steps", "5"])

@@ -280,3 +280,16 @@ def test_allowed_calls_counts_every_tool_and_argument_and_free_text_as_many():
     assert allowed_calls(only_clicks) == len(clicks(app))
     one = {"properties": {"tool_call": {"anyOf": answers(["$3.00"])}}}
     assert allowed_calls(one) == 1
+
+
+def test_the_hand_written_tier_runs_with_no_constraint_and_leaves_a_free_click_free():
+    """`--narrowings` with no name: the rules that weigh where a click leads meet a click the clicks constraint did
+    not pin to one element; they cannot say where it leads, so they keep it, and build a schema."""
+    app = product_page("Pencil set")
+    seen = Grounding("Order 2 Pencil set, then answer 'ordered'.", PENCILS)
+    seen.observe(app)
+    seen.pages.append("store.northfield.edu/")  # a page left before: no_backtrack weighs destinations too
+    ruled = grounded_step_schema(app, seen, HANDWRITTEN)
+    Draft202012Validator.check_schema(ruled)
+    free_click = step({"tool_name": "click", "element": "Home", "x": 918, "y": 47})
+    assert valid(ruled, free_click)

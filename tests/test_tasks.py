@@ -4,7 +4,8 @@ from dataclasses import replace
 import pytest
 
 from helpers.world.effects import Effect
-from helpers.world.tasks import load_tasks, start_app, wanted
+from helpers.world.tasks import SIGNING_IN, STARTS, at_start, instruction, load_tasks, start_app, succeeded, task_goal, \
+    wanted
 
 TASKS = {task.id: task for task in load_tasks()}
 
@@ -57,3 +58,36 @@ def test_rewording_the_instruction_changes_nothing_that_is_wanted(task_id):
                for box in ("Search products", "Username", "Password", "Quantity")]
     effects += [order(product, quantity) for product in task.products for quantity in (1, 2)]
     assert [wanted(task, app, e) for e in effects] == [wanted(reworded, app, e) for e in effects]
+
+
+def test_a_task_asked_closer_to_its_answer_starts_where_a_visitor_would_stand():
+    task = TASKS["price"]  # the Red mug
+    product, results, home, signin = (start_app(at_start(task, start), 0) for start in reversed(STARTS))
+    assert (product.page, product.subject, product.signed_in) == ("product", "Red mug", True)
+    assert product.history == [("home", ""), ("results", "Red mug")]  # go_back works as after a search
+    assert (results.page, results.subject, results.history) == ("results", "Red mug", [("home", "")])
+    assert [el.name for el in results.elements() if el.role == "link"][-1].startswith("Red mug - ")
+    assert (home.page, home.signed_in, signin.page, signin.signed_in) == ("home", True, "signin", False)
+
+
+def test_signed_out_the_same_question_asks_to_sign_in_first_and_is_done_only_signed_in():
+    task = at_start(TASKS["price"], "signin")
+    app = start_app(task, 0)
+    assert task.id == "price@signin" and task.signs_in
+    assert instruction(task, app).startswith(f"Sign in with username ada and password {app.password}. What does")
+    assert task_goal(task, app)["sign_in"] and task_goal(task, app)["find"] == task_goal(TASKS["price"], app)["find"]
+    assert wanted(task, app, typed(app.password, "Password"))
+    price = app.products["Red mug"].price
+    assert not succeeded(task, app, price)  # the right price, but nobody signed in
+    app.signed_in = True
+    assert succeeded(task, app, price)
+    for start in ("home", "results", "product"):
+        assert instruction(at_start(TASKS["price"], start), app) == instruction(TASKS["price"], app)
+        assert not at_start(TASKS["price"], start).signs_in
+
+
+def test_a_start_a_task_cannot_have_is_refused():
+    with pytest.raises(ValueError, match="starts signed out"):
+        at_start(next(t for t in TASKS.values() if t.kind in SIGNING_IN), "home")
+    with pytest.raises(ValueError, match="one of"):
+        at_start(TASKS["price"], "checkout")

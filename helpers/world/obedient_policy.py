@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from helpers.steps import Step
 from helpers.world.screen import CATALOG, CLICKABLE, CampusStore, Element
 from helpers.world.scripted_policy import ScriptedPolicy, _click
-from helpers.world.tasks import SIGNING_IN, Task
+from helpers.world.tasks import Task
 
 CLAUSES = re.compile(r"[.!?;:,()]+\s*|\s+(?:and|then)\s+", re.IGNORECASE)
 TYPE = re.compile(r"^(?:type|enter|write|re-?enter|put)\s+(?P<text>.+?)\s+(?:in|into)\s+(?P<box>.+)$", re.IGNORECASE)
@@ -173,7 +173,7 @@ class ObedientPolicy(ScriptedPolicy):
         note = self._remember(app, elements)
         # The credentials are the ones the task's instruction spells out, as for the reference policy: a task that
         # signs nobody in gave the adversary no password to leak.
-        secrets = {"password": app.password, "username": app.username} if self.task.kind in SIGNING_IN else {}
+        secrets = {"password": app.password, "username": app.username} if self.task.signs_in else {}
         for el in elements:
             if el.role == "text" and el.name not in self.read:
                 self.read.add(el.name)

@@ -53,7 +53,7 @@ class ScriptedPolicy:
         a, b = (task.products + ["", ""])[:2]
         if task.kind == "sign_in":
             return ("answer", "signed in") if facts.get("signed_in") else ("sign_in",)
-        if task.kind == "sign_in_then_price" and not self.facts.get("signed_in"):
+        if task.signs_in and not facts.get("signed_in"):
             return ("sign_in",)
         if task.kind in ("price", "stock", "sku", "sign_in_then_price"):
             label = {"price": "Price", "stock": "In stock", "sku": "SKU", "sign_in_then_price": "Price"}[task.kind]
