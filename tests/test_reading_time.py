@@ -36,7 +36,8 @@ LONGEST_CORE_CELL_SECONDS = 75
 AGENDA_SLACK = 3
 SETUP_MARK = "# Setup: the same cell opens every notebook"
 MARKS = {"*Core*": True, "*Going further*": False}
-AGENDA_ROW = re.compile(r"^\| (\d\d) [^|]*\| (\d+) \|", re.MULTILINE)
+# An agenda row names its notebook (| 00 Start here | 12 |); a breakdown row does not (| 00 | 7 |).
+AGENDA_ROW = re.compile(r"^\| (\d\d) [^|]+\| (\d+) \|", re.MULTILINE)
 # The breakdown after the agenda: | 00 | prose | code | running | exercises |, whole minutes.
 BREAKDOWN_ROW = re.compile(r"^\| (\d\d) \| (\d+) \| (\d+) \| (\d+) \| (\d+) \|$", re.MULTILINE)
 
