@@ -123,11 +123,12 @@ def test_notebook_00_runs_to_the_end(llama_cpp_server, tmp_path):
     NotebookClient(notebook, timeout=600, kernel_name="python3",
                    resources={"metadata": {"path": str(NOTEBOOK.parent)}}).execute(
         env=reader_environment(llama_cpp_server))
-    printed = "\n".join(out.get("text", "") for cell in notebook.cells if cell.cell_type == "code"
-                        for out in cell.get("outputs", []))
+    # What the reader sees: printed text, and the probe's table, displayed as Markdown.
+    printed = "\n".join(out.get("text", "") + out.get("data", {}).get("text/markdown", "")
+                        for cell in notebook.cells if cell.cell_type == "code" for out in cell.get("outputs", []))
     assert "backend: openai" in printed and "dialect: json_object_schema" in printed
     assert "| json_object_schema | enforced |" in printed and "| response_format | rejected |" in printed
-    assert "This backend reports no timings" in printed
+    assert "none (only the embedded server adds them)" in printed
     assert printed.count("❌ Not yet") == 2 and printed.count("✅ Solved") == 2
 
 
@@ -177,7 +178,8 @@ def test_every_other_notebook_runs_top_to_bottom_with_no_error_output(llama_cpp_
     NotebookClient(notebook, timeout=900, kernel_name="python3",
                    resources={"metadata": {"path": str(NOTEBOOKS)}}).execute(env=reader_environment(llama_cpp_server))
     assert errors_in(notebook) == []
-    printed = "\n".join(out.get("text", "") for cell in notebook.cells if cell.cell_type == "code"
-                        for out in cell.get("outputs", []))
+    # What the reader sees: printed text, and the probe's table, displayed as Markdown.
+    printed = "\n".join(out.get("text", "") + out.get("data", {}).get("text/markdown", "")
+                        for cell in notebook.cells if cell.cell_type == "code" for out in cell.get("outputs", []))
     assert "backend: openai" in printed and "images:  text only - probed: refused" in printed
     print(f"{name}: {time.perf_counter() - started:.0f} s on llama_cpp.server")
