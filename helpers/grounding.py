@@ -31,6 +31,7 @@ from typing import Any, Final, Literal
 from helpers.goal import Goal
 from helpers.instruction import quoted
 from helpers.loop import clicks, closed_call
+from helpers.runtime.schema_tree import resolve
 from helpers.steps import STEP_SCHEMA, TOOL_MODELS
 from helpers.world.screen import CampusStore, Element
 
@@ -350,22 +351,16 @@ def allowed_calls(schema: dict[str, Any]) -> Count:
         return MANY
     total = 0
     for variant in variants:
-        variant = _resolve(schema, variant)
+        variant = resolve(schema, variant)
         count = 1
         required = set(variant.get("required", []))
         for name, spec in variant.get("properties", {}).items():
-            options = _options(_resolve(schema, spec))
+            options = _options(resolve(schema, spec))
             if options is MANY:
                 return MANY
             count *= options if name in required else options + 1
         total += count
     return total
-
-
-def _resolve(schema: dict[str, Any], spec: dict[str, Any]) -> dict[str, Any]:
-    if "$ref" in spec:
-        return schema.get("$defs", STEP_SCHEMA["$defs"])[spec["$ref"].rsplit("/", 1)[1]]
-    return spec
 
 
 def _options(spec: dict[str, Any]) -> Count:

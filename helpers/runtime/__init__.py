@@ -6,6 +6,7 @@
 | `dialects`    | how each server spells guided JSON, and nothing else                                    |
 | `embedded`    | the embedded server's facts (model id, address), and starting, finding, stopping it     |
 | `strict_subset` | OpenAI's strict subset of JSON Schema: the checker and the rewrite into it              |
+| `schema_tree` | a JSON Schema as a tree: the one walk over its nodes, and the one `$ref` resolver       |
 | `environment` | the setup cell's `prepare()` and the pre-class check `python -m helpers.runtime.environment --check` |
 | `install`     | installing the embedded model's packages with progress                                  |
 | `publish`     | the Colab badges and setup cells: `python -m helpers.runtime.publish`                   |
