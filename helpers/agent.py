@@ -47,6 +47,7 @@ from helpers.ladder import Contract, Reply, climb, model_repair, step_fallback
 from helpers.loop import (Acted, ModelPolicy, Policy, Proposal, Turn, apply_step, per_screen_schema,
                           run_turns, system_prompt, tool_output_message)
 from helpers.pipeline import total_usage
+from helpers.runtime.strict_subset import left_out_nulls
 from helpers.steps import STEP_SCHEMA, STEP_TOKENS, Step, model_errors
 from helpers.world.effects import Ledger
 from helpers.world.screen import CATALOG, CampusStore
@@ -98,12 +99,13 @@ def schema_for(config: str, app: CampusStore, grounding: Grounding, narrowings: 
 
 def schema_problems(raw: str, schema: dict) -> list[str]:
     """Why `raw` is not a step this turn's schema allows ([] when it is): the check guided decoding makes
-    on the server, made again on the client for replies that did not come through it (a replay, a script)."""
+    on the server, made again on the client for replies that did not come through it (a replay, a script).
+    A null the strict rewrite of the schema let stand for a property left out reads as left out."""
     try:
         data = json.loads(raw)
     except ValueError as exc:
         return [f"not JSON: {exc}"]
-    error = best_match(Draft202012Validator(schema).iter_errors(data))
+    error = best_match(Draft202012Validator(schema).iter_errors(left_out_nulls(schema, data)))
     if error is None:
         return []
     where = "/".join(str(part) for part in error.absolute_path) or "the step"
@@ -113,7 +115,8 @@ def schema_problems(raw: str, schema: dict) -> list[str]:
 def turn_contract(schema: dict) -> Contract:
     """The step contract for one turn: a valid `Step`, and one this turn's schema allows."""
     def validate(data: Any) -> list[str]:
-        return model_errors(Step, data) or schema_problems(json.dumps(data), schema)
+        read = left_out_nulls(schema, data)
+        return model_errors(Step, read) or schema_problems(json.dumps(read), schema)
 
     return Contract("Holo3 step", schema, validate, step_fallback)
 

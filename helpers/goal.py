@@ -129,11 +129,12 @@ def goal_schema(instruction: str, catalogue: Iterable[str]) -> dict[str, Any]:
     products = [name for name in catalogue if mentioned(instruction, name)]
     quantities = sorted({1, *(n for n in numbers(instruction) if 1 <= n <= MAX_QUANTITY)})
     # Where the instruction backs up nothing, the field is null or the list empty: never an empty enum, which
-    # allows nothing and which one engine's converter turns into a grammar it cannot parse.
+    # allows nothing and which one engine's converter turns into a grammar it cannot parse. The empty list still
+    # types its items: OpenAI's strict mode refuses an array without them.
     words = spans(instruction)
     credential = {"anyOf": [{"type": "null"}, {"enum": words}]} if words else {"type": "null"}
     if not products:
-        order, find = {"type": "null"}, {"type": "array", "maxItems": 0}
+        order, find = {"type": "null"}, {"type": "array", "items": {"type": "null"}, "maxItems": 0}
     else:
         product = {"enum": products}
         order = {"anyOf": [{"type": "null"}, {

@@ -32,7 +32,7 @@ from helpers.goal import Goal
 from helpers.instruction import quoted
 from helpers.loop import clicks, closed_call
 from helpers.runtime.schema_tree import resolve
-from helpers.steps import STEP_SCHEMA, TOOL_MODELS
+from helpers.steps import NOTE_MAX_LENGTH, STEP_SCHEMA, TOOL_MODELS
 from helpers.world.screen import CampusStore, Element
 
 NARROWINGS = ("clicks", "typing", "answers", "notes", "moves", "named_effects")
@@ -129,13 +129,13 @@ NOTE_FACTS = 4
 
 
 def notes(facts: list[str]) -> dict[str, Any]:
-    """`note` is null, or facts seen on screens, as written there, joined by '; ': a note can only carry forward
-    what a screen showed."""
+    """`note` is null, or facts seen on screens, as written there, joined by '; ' and no longer than a `Step`'s
+    note: a note can only carry forward what a screen showed."""
     if not facts:
         return {"type": "null"}
     fact = "(?:" + "|".join(re.escape(f) for f in facts) + ")"
-    return {"anyOf": [{"type": "null"},
-                      {"type": "string", "pattern": f"^{fact}(?:; {fact}){{0,{NOTE_FACTS - 1}}}$"}]}
+    return {"anyOf": [{"type": "null"}, {"type": "string", "maxLength": NOTE_MAX_LENGTH,
+                                         "pattern": f"^{fact}(?:; {fact}){{0,{NOTE_FACTS - 1}}}$"}]}
 
 
 def moves(app: CampusStore, variants: list[dict[str, Any]]) -> list[dict[str, Any]]:
