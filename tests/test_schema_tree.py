@@ -41,6 +41,9 @@ def test_a_node_is_expanded_only_after_its_reader_has_seen_it():
 def test_a_reference_is_followed_within_the_schema_and_refused_anywhere_else():
     schema = {"$defs": {"a/b": {"$ref": "#/$defs/c~0d"}, "c~d": {"type": "integer"}},
               "definitions": {"x": {"type": "null"}}, "anyOf": [{"type": "string"}]}
+    pointers = {path: node for path, node in subschemas(schema)}
+    for pointer, node in pointers.items():
+        assert resolve(schema, {"$ref": f"#{pointer}"}) is resolve(schema, node)
     assert resolve(schema, {"$ref": "#/$defs/a~1b"}) == {"type": "integer"}
     assert resolve(schema, {"$ref": "#/definitions/x"}) == {"type": "null"}
     assert resolve(schema, {"$ref": "#/anyOf/0"}) == {"type": "string"}

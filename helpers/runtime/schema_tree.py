@@ -36,7 +36,7 @@ class Node:
     @property
     def pointer(self) -> str:
         """Where the node is, as a JSON pointer without its '#': '/properties/a/anyOf/0'; '' for the root."""
-        return "".join(f"/{part}" for part in self.path)
+        return "".join("/" + str(part).replace("~", "~0").replace("/", "~1") for part in self.path)
 
 
 def _kind(parent: NodeKind, key: str | int, value: dict | list) -> NodeKind:
