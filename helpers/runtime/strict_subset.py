@@ -72,7 +72,7 @@ SUBSET_KEYWORDS = STRUCTURE | CONSTRAINTS
 # Keywords that constrain nothing, which the rewrite drops: a reply valid without them is valid with them.
 ANNOTATIONS = {"default", "examples", "$comment", "deprecated", "readOnly", "writeOnly", "$schema", "discriminator"}
 NAMED_UNSUPPORTED = {"allOf", "not", "dependentRequired", "dependentSchemas", "if", "then", "else"}
-TYPED = {"type", "enum", "const", "anyOf", "oneOf", "allOf", "$ref"}  # what gives a node a type (or says it has none)
+TYPED = {"type", "enum", "const", "anyOf", "oneOf", "allOf", "$ref"}  # a node with none of these allows any value
 MAX_PROPERTIES, MAX_DEPTH, MAX_STRING_CHARS, MAX_ENUM_VALUES = 5000, 5, 120_000, 1000
 BIG_ENUM, BIG_ENUM_CHARS = 250, 15_000
 
