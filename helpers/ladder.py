@@ -16,6 +16,7 @@ from typing import Any, Callable, Literal
 
 from helpers.contract import ANSWER_JSON_SCHEMA, ANSWER_TOKENS, format_error, parse_json_object, validate_answer
 from helpers.steps import STEP_SCHEMA, Step, model_errors
+from helpers.world.passwords import concealing
 
 EMPTY_REPLY = "empty_model_response"
 INVALID_AFTER_REPAIR = "valid_json"
@@ -39,12 +40,14 @@ ANSWER_CONTRACT = Contract("final answer", ANSWER_JSON_SCHEMA, validate_answer, 
 STEP_CONTRACT = Contract("Holo3 step", STEP_SCHEMA, lambda data: model_errors(Step, data), step_fallback)
 
 
+@concealing
 @dataclass
 class Reply:
     text: str
     usage: dict | None = None
 
 
+@concealing
 @dataclass
 class LadderRecord:
     raw: str

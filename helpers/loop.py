@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import base64
 import copy
+import html
 import json
 import time
 from dataclasses import asdict, dataclass, field
@@ -21,6 +22,7 @@ from typing import Any, Callable, Protocol
 from pydantic import ValidationError
 
 from helpers.steps import STEP_SCHEMA, STEP_TOKENS, Step, dispatch, render_tool_list
+from helpers.world.passwords import concealing
 from helpers.world.screen import CLICKABLE, CampusStore
 from helpers.world.tasks import Task, instruction, start_app, succeeded
 
@@ -50,7 +52,7 @@ def observation_message(app: CampusStore, screen_text: bool = True, image: bool 
     reconstruction of the Holo3 one). Without `image`, for a model that reads text only, one plain string: the same
     wrapper with the screen text in place of the screenshot, whatever `screen_text` says (a text-only server refuses
     image parts, and llama-cpp-python's refuses any list of parts)."""
-    screen = f"\n<screen_text>\n{app.accessibility_tree()}\n</screen_text>"
+    screen = f"\n<screen_text>\n{framed(app.accessibility_tree())}\n</screen_text>"
     if not image:
         return {"role": "user", "content": f"<observation>{screen}\n</observation>"}
     data_url = "data:image/png;base64," + base64.b64encode(app.png()).decode()
@@ -60,8 +62,14 @@ def observation_message(app: CampusStore, screen_text: bool = True, image: bool 
                                         {"type": "text", "text": closing}]}
 
 
+def framed(text: str) -> str:
+    """Text from a page, a tool or a person, made safe to place inside the observation's tags: it can neither close
+    `</screen_text>` nor open a `<tool_output>` of its own (pages are untrusted input; a notice may try)."""
+    return html.escape(text, quote=False)
+
+
 def tool_output_message(tool_name: str, result: str) -> dict:
-    return {"role": "user", "content": f'<tool_output tool="{tool_name}">\n{result}\n</tool_output>'}
+    return {"role": "user", "content": f'<tool_output tool="{framed(tool_name)}">\n{framed(result)}\n</tool_output>'}
 
 
 def trim_to_last_n_images(messages: list[dict], n: int = 3) -> list[dict]:
@@ -78,6 +86,7 @@ def trim_to_last_n_images(messages: list[dict], n: int = 3) -> list[dict]:
     return trimmed
 
 
+@concealing
 @dataclass
 class Proposal:
     raw: str
@@ -126,6 +135,7 @@ class ScriptedProposer:
         return Proposal(self.policy.next_step(app).model_dump_json())
 
 
+@concealing
 @dataclass
 class Turn:
     """One turn as a trace keeps it. The loop of this notebook fills the first part; the governed agent
@@ -149,6 +159,7 @@ class Turn:
     allowed_calls: int | str | None = None  # calls the turn's schema allowed, "many" with free text; None: not counted
 
 
+@concealing
 @dataclass
 class Trajectory:
     task_id: str
@@ -189,6 +200,7 @@ def count_images(messages: list[dict]) -> int:
                for part in m["content"])
 
 
+@concealing
 @dataclass
 class Acted:
     """What a turn made of the model's proposal: the step (None when it was not one) and what went back to the
