@@ -44,13 +44,14 @@ from helpers.grounding import HANDWRITTEN, NARROWINGS, Grounding, allowed_calls,
 from helpers.harness import Context, HarnessBreach, Tracer, User, exhausted, governed_turn, record_effects
 from helpers.instruction import Instruction
 from helpers.ladder import Contract, Reply, climb, model_repair, step_fallback
-from helpers.loop import (Acted, ModelPolicy, Policy, Proposal, Turn, apply_step, per_screen_schema,
+from helpers.loop import (Acted, ModelPolicy, Policy, Proposal, Turn, apply_step,
                           run_turns, system_prompt, tool_output_message)
 from helpers.pipeline import total_usage
+from helpers.screen_schema import per_screen_schema
 from helpers.steps import STEP_SCHEMA, STEP_TOKENS, Step, model_errors
 from helpers.world.effects import Ledger
 from helpers.world.passwords import conceal, concealing, register
-from helpers.world.screen import CATALOG, CampusStore
+from helpers.world.store import CATALOG, CampusStore
 from helpers.world.tasks import Task, instruction, start_app, succeeded, task_goal, wanted
 from helpers.world.users import SimulatedUser
 

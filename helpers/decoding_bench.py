@@ -117,7 +117,8 @@ def cases(schema_name: str) -> list[Case]:
         return [Case(STEP_SCHEMA, messages_for(STEP_SCHEMA, task)) for task in STEP_TASKS]
     if schema_name == "answer":
         return [Case(ANSWER_JSON_SCHEMA, messages_for(ANSWER_JSON_SCHEMA, task)) for task in ANSWER_TASKS]
-    from helpers.loop import observation_message, per_screen_schema, system_prompt
+    from helpers.loop import observation_message, system_prompt
+    from helpers.screen_schema import per_screen_schema
     from helpers.world.tasks import instruction, load_tasks, start_app
 
     chosen = [task for task in load_tasks() if task.id in PER_SCREEN_TASKS]

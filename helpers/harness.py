@@ -24,7 +24,6 @@ import copy
 import json
 import re
 from collections import Counter
-from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Protocol
@@ -34,7 +33,7 @@ from helpers.loop import execute, tool_output_message
 from helpers.steps import TOOL_MODELS, IntentKind, Step, model_errors
 from helpers.world.effects import Effect, Ledger
 from helpers.world.passwords import conceal, concealing
-from helpers.world.screen import CampusStore
+from helpers.world.store import CampusStore
 
 # The keys of a step; the answer contract (which has a `status`) has its keys checked by the ladder.
 STEP_KEYS: tuple[str, ...] = tuple(Step.model_fields)

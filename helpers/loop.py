@@ -14,16 +14,14 @@ import copy
 import html
 import json
 import time
-from dataclasses import asdict, dataclass, field
-from pathlib import Path
-from collections.abc import Iterable
-from typing import Any, Callable, Protocol
+from dataclasses import dataclass, field
+from typing import Callable, Protocol
 
 from pydantic import ValidationError
 
 from helpers.steps import STEP_SCHEMA, STEP_TOKENS, Step, dispatch, render_tool_list
 from helpers.world.passwords import concealing
-from helpers.world.screen import CLICKABLE, CampusStore
+from helpers.world.store import CampusStore
 from helpers.world.tasks import Task, instruction, start_app, succeeded
 
 EVICTED = "[screenshot evicted]"
@@ -172,15 +170,6 @@ class Trajectory:
     outcome: str = ""
     success: bool = False
 
-    def save(self, path: Path | str) -> None:
-        Path(path).write_text(json.dumps(asdict(self)))
-
-    @classmethod
-    def load(cls, path: Path | str) -> "Trajectory":
-        data = json.loads(Path(path).read_text())
-        data["turns"] = [Turn(**t) for t in data["turns"]]
-        return cls(**data)
-
 
 def app_handlers(app: CampusStore) -> dict[str, Callable[..., str]]:
     """The code form of each tool: what `dispatch` calls on the app. Only click and write change it; with no
@@ -292,24 +281,3 @@ def apply_step(proposal: Proposal, app: CampusStore, messages: list[dict]) -> tu
     if step.tool_call.tool_name not in ("answer", "abort"):
         messages.append(tool_output_message(step.tool_call.tool_name, result))
     return step.model_dump(), None, result
-
-
-def closed_call(tool: str, properties: dict[str, Any], required: Iterable[str] | None = None) -> dict[str, Any]:
-    """One tool call with nothing left open: these arguments, no others."""
-    properties = {"tool_name": {"const": tool}, **properties}
-    return {"type": "object", "additionalProperties": False, "properties": properties,
-            "required": list(required if required is not None else properties)}
-
-
-def clicks(app: CampusStore) -> list[dict[str, Any]]:
-    """One click per element on this screen, its name and centre fixed."""
-    return [closed_call("click", {"element": {"const": el.name}, "x": {"const": el.grid_center()[0]},
-                                  "y": {"const": el.grid_center()[1]}})
-            for el in app.elements() if el.role in CLICKABLE]
-
-
-def per_screen_schema(app: CampusStore) -> dict[str, Any]:
-    """The Step schema with `click` narrowed to the elements on this screen, each with its coordinates fixed."""
-    schema = copy.deepcopy(STEP_SCHEMA)
-    schema["$defs"]["ClickArgs"] = {"anyOf": clicks(app)}
-    return schema

@@ -12,7 +12,7 @@ from helpers.goal import GOAL_TOKENS
 from helpers.loop import ModelPolicy, Proposal, ScriptedProposer, execute
 from helpers.world.effects import Ledger
 from helpers.world.passwords import CONCEALED
-from helpers.world.screen import CampusStore
+from helpers.world.store import CampusStore
 from helpers.world.scripted_policy import ScriptedPolicy
 from helpers.world.tasks import load_tasks, start_app, task_goal
 from helpers.world.users import SimulatedUser

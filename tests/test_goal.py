@@ -16,7 +16,7 @@ from helpers.grounding import Grounding, allowed_calls, irreversible_effects
 from helpers.harness import Context, Decision, HarnessBreach, check_what_ran, decide
 from helpers.loop import ModelPolicy, Proposal, ScriptedProposer, execute, observation_message
 from helpers.world.effects import Effect
-from helpers.world.screen import CATALOG
+from helpers.world.store import CATALOG
 from helpers.world.scripted_policy import ScriptedPolicy
 from helpers.world.tasks import Task, instruction, load_tasks, start_app, task_goal
 from helpers.world.users import SimulatedUser

@@ -9,7 +9,7 @@ from helpers.instruction import Instruction
 from helpers.ladder import ANSWER_CONTRACT, climb
 from helpers.steps import TOOL_MODELS, load_example_steps
 from helpers.world.effects import Ledger
-from helpers.world.screen import CampusStore
+from helpers.world.store import CampusStore
 
 
 TOP_LEVEL_MISTAKES = ("extra_top_level_key", "tool_call_list")  # notebook 02's invalid steps, wrong outside the call

@@ -2,7 +2,7 @@
 import pytest
 
 from helpers.instruction import FROM_INSTRUCTION, credentials, names, numbers, phrases, quoted, typing_asked_for
-from helpers.world.screen import CampusStore
+from helpers.world.store import CampusStore
 
 STORE = CampusStore(0)
 STORE.password = "lovelace42"  # the store knows its password: from here on it is concealed wherever shown

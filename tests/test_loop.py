@@ -2,11 +2,12 @@ import json
 
 import pytest
 
-from helpers.loop import (BUDGET_EXHAUSTED, EVICTED, ModelPolicy, Proposal, ScriptedProposer, Trajectory,
-                          count_images, observation_message, per_screen_schema, run_episode, system_prompt,
+from helpers.loop import (BUDGET_EXHAUSTED, EVICTED, ModelPolicy, Proposal, ScriptedProposer,
+                          count_images, observation_message, run_episode, system_prompt,
                           tool_output_message, trim_to_last_n_images)
+from helpers.screen_schema import per_screen_schema
 from helpers.steps import STEP_SCHEMA
-from helpers.world.screen import CampusStore
+from helpers.world.store import CampusStore
 from helpers.world.scripted_policy import ScriptedPolicy
 from helpers.world.tasks import load_tasks, start_app, succeeded
 
@@ -143,12 +144,6 @@ def test_loop_protocol_messages_and_budget():
     assert assistant[1] == '{"note":null,"thought":"t","tool_call":{"tool_name":"click","element":"x","x":1,"y":999}}'
     outputs = [m["content"] for m in record.messages if m["role"] == "user" and isinstance(m["content"], str)]
     assert '<tool_output tool="click">\nno element at (1, 999)\n</tool_output>' in outputs
-
-
-def test_trajectory_saves_and_loads(tmp_path):
-    record = run_episode(ScriptedProposer(ScriptedPolicy(TASKS[1])), TASKS[1], 0)
-    record.save(tmp_path / "t.json")
-    assert Trajectory.load(tmp_path / "t.json") == record
 
 
 def test_per_screen_schema_allows_only_what_is_on_screen():

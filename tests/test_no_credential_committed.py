@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from helpers.instruction import passwords
-from helpers.world.screen import MASK, PASSWORD_SHOWN
+from helpers.world.store import MASK, PASSWORD_SHOWN
 from helpers.world.tasks import injected_tasks, instruction, load_tasks, start_app
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -11,7 +11,7 @@ from helpers.harness import Tracer
 from helpers.instruction import Instruction
 from helpers.loop import ScriptedProposer
 from helpers.loop import run_episode as run_loop
-from helpers.widgets.steps import frames_from_turns, steps_html
+from helpers.widgets.step_through import frames_from_turns, steps_html
 from helpers.world.passwords import CONCEALED, conceal, register
 from helpers.world.scripted_policy import ScriptedPolicy
 from helpers.world.tasks import instruction, load_tasks, start_app

@@ -17,7 +17,7 @@ from helpers.runtime.dialects import guided_json
 from helpers.runtime.strict_subset import (RULES, NotInStrictSubset, empty_alternatives, subset_problems,
                                            to_strict_subset)
 from helpers.steps import HAND_WRITTEN_STEP_SCHEMA, STEP_SCHEMA, Answer, Step
-from helpers.world.screen import CATALOG
+from helpers.world.store import CATALOG
 from helpers.world.scripted_policy import ScriptedPolicy
 from helpers.world.tasks import instruction, load_tasks, start_app
 

@@ -12,7 +12,7 @@ from typing import Any
 
 from helpers.exercises import Verdict
 from helpers.loop import app_handlers, observation_message, trim_to_last_n_images
-from helpers.world.screen import CampusStore
+from helpers.world.store import CampusStore
 
 SOLUTIONS = {"trim_keep_first": "trim_keep_first", "user_handlers": "user_handlers"}
 

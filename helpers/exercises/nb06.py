@@ -5,7 +5,7 @@ from jsonschema import Draft202012Validator
 
 from helpers.exercises import Verdict
 from helpers.world.effects import Effect
-from helpers.world.screen import CampusStore
+from helpers.world.store import CampusStore
 
 
 def _screens() -> list[CampusStore]:

@@ -5,7 +5,7 @@ import pytest
 from PIL import Image
 
 from helpers.world.passwords import CONCEALED
-from helpers.world.screen import HEIGHT, PASSWORD_SHOWN, WIDTH, CampusStore
+from helpers.world.store import HEIGHT, PASSWORD_SHOWN, WIDTH, CampusStore
 
 
 def home(seed: int = 0) -> CampusStore:
