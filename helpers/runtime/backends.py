@@ -76,7 +76,7 @@ class Profile:
 
     def system_prompt(self, text: str) -> str:
         # Nemotron models on the API Catalog reason at length unless told not to.
-        return f"/no_think\n{text}" if "nemotron" in self.model.lower() else text
+        return f"/no_think\n\n{text}" if "nemotron" in self.model.lower() else text  # the NIM workshop's spelling
 
 
 NOT_PROBED = "not probed yet: connect() asks the server which dialects it enforces"
