@@ -11,7 +11,8 @@ from jsonschema import Draft202012Validator
 from helpers.agent import CONFIGS, run_episode
 from helpers.contract import ANSWER_JSON_SCHEMA
 from helpers.goal import goal_schema
-from helpers.loop import ScriptedProposer, per_screen_schema
+from helpers.loop import ScriptedProposer
+from helpers.screen_schema import per_screen_schema
 from helpers.runtime.backends import probe_model
 from helpers.runtime.dialects import guided_json
 from helpers.runtime.strict_subset import (RULES, NotInStrictSubset, empty_alternatives, subset_problems,
