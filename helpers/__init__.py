@@ -33,3 +33,9 @@ earlier ones (a test walks the imports). Everything that is not a lesson lives i
 | `exercises` | the checks behind each notebook's exercises                                            |
 | `widgets`   | sliders over an agent run's steps and a guided reply's tokens, each with a static rendering |
 """
+import sys
+
+if sys.argv[:1] == ["-m"]:  # `python -m helpers...`: with the wrong Python, say which one to use in one line
+    from helpers.runtime.interpreter import explain_missing_packages
+
+    explain_missing_packages()

@@ -10,6 +10,7 @@
 | `install`     | installing the embedded model's packages with progress                                  |
 | `publish`     | the Colab badges and setup cells: `python -m helpers.runtime.publish`                   |
 | `paths`       | where the workshop's files are                                                          |
+| `interpreter` | which Python runs the workshop's modules, said in one line when it is the wrong one       |
 | `progress`    | progress as plain lines of text, readable on GitHub                                      |
 | `versions`    | which software produced a benchmark's numbers                                           |
 """
