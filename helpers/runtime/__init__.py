@@ -5,6 +5,7 @@
 | `backends`    | the one place that chooses the model (embedded, NVIDIA, H Company, any OpenAI-compatible) |
 | `dialects`    | how each server spells guided JSON, and nothing else                                    |
 | `embedded`    | the embedded server's facts (model id, address), and starting, finding, stopping it     |
+| `arc`         | the picture of the arc, one slide: `python -m helpers.runtime.arc` writes docs/arc.png   |
 | `strict_subset` | OpenAI's strict subset of JSON Schema: the checker and the rewrite into it              |
 | `environment` | the setup cell's `prepare()` and the pre-class check `python -m helpers.runtime.environment --check` |
 | `install`     | installing the embedded model's packages with progress                                  |
