@@ -10,6 +10,7 @@ earlier ones (a test walks the imports). Everything that is not a lesson lives i
 | 01       | `bounds`       | the longest reply a schema allows, in bytes                                |
 | 02       | `steps`        | the contract in Pydantic, and the Holo3 `Step` union                        |
 | 03       | `loop`         | the Holo3 JSON agent loop, one schema-constrained step per turn            |
+| 03       | `screen_schema` | a step schema built from the screen: one closed click per element on it    |
 | 04       | `ladder`       | parse -> validate -> repair once -> deterministic fallback                 |
 | 04       | `instruction`  | what the user's instruction spells out (what may be typed, and where)      |
 | 04       | `harness`      | the model proposes, the harness disposes: intents checked before any effect |
@@ -32,3 +33,9 @@ earlier ones (a test walks the imports). Everything that is not a lesson lives i
 | `exercises` | the checks behind each notebook's exercises                                            |
 | `widgets`   | sliders over an agent run's steps and a guided reply's tokens, each with a static rendering |
 """
+import sys
+
+if sys.argv[:1] == ["-m"]:  # `python -m helpers...`: with the wrong Python, say which one to use in one line
+    from helpers.runtime.interpreter import explain_missing_packages
+
+    explain_missing_packages()

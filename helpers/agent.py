@@ -41,16 +41,18 @@ from pydantic import ValidationError
 
 from helpers.goal import GOAL_TOKENS, Goal, goal_messages, goal_schema, refusal_message
 from helpers.grounding import HANDWRITTEN, NARROWINGS, Grounding, allowed_calls, grounded_step_schema
-from helpers.harness import Context, Tracer, User, exhausted, governed_turn, record_effects
-from helpers.instruction import Instruction, conceal, passwords
+from helpers.harness import Context, HarnessBreach, Tracer, User, exhausted, governed_turn, record_effects
+from helpers.instruction import Instruction
 from helpers.ladder import Contract, Reply, climb, model_repair, step_fallback
-from helpers.loop import (Acted, ModelPolicy, Policy, Proposal, Turn, apply_step, per_screen_schema,
+from helpers.loop import (Acted, ModelPolicy, Policy, Proposal, Turn, apply_step,
                           run_turns, system_prompt, tool_output_message)
 from helpers.pipeline import total_usage
 from helpers.runtime.strict_subset import left_out_nulls
+from helpers.screen_schema import per_screen_schema
 from helpers.steps import STEP_SCHEMA, STEP_TOKENS, Step, model_errors
 from helpers.world.effects import Ledger
-from helpers.world.screen import CATALOG, CampusStore
+from helpers.world.passwords import conceal, concealing, register
+from helpers.world.store import CATALOG, CampusStore
 from helpers.world.tasks import Task, instruction, start_app, succeeded, task_goal, wanted
 from helpers.world.users import SimulatedUser
 
@@ -145,6 +147,7 @@ class ReplayPolicy:
         return Proposal(raw)
 
 
+@concealing
 @dataclass
 class GoalReading:
     """The goal step: what the model read (or, for a policy that reads none, the task's own goal, labelled
@@ -194,6 +197,7 @@ def read_goal(policy: Policy, task: Task, app: CampusStore, text: str, user: Use
     return reading
 
 
+@concealing
 @dataclass
 class Episode:
     config: str
@@ -219,25 +223,22 @@ class Episode:
     seconds: float = 0.0
     turns: list[Turn] = field(default_factory=list)
     user_questions: list[str] = field(default_factory=list)
-    secrets: list[str] = field(default_factory=list, repr=False)  # passwords the user gave: kept out of every record
 
     def record(self) -> dict:
-        """The episode without its turns, every password concealed: what the benchmark's JSON holds."""
-        data = {k: v for k, v in asdict(self).items() if k not in ("turns", "secrets")}
-        return json.loads(conceal(json.dumps(data), self.secrets))
+        """The episode without its turns, every known password concealed: what the benchmark's JSON holds."""
+        return json.loads(conceal(json.dumps({k: v for k, v in asdict(self).items() if k != "turns"})))
 
-    def read(self, reading: GoalReading | None) -> int:
-        """Note the goal step; returns the tokens it spent, which count toward the episode's budget."""
-        self.secrets = passwords(self.instruction)
+    def read(self, reading: GoalReading | None) -> None:
+        """Note the goal step."""
         if reading is None:
-            return 0
-        # A password the user confirmed is theirs; one the model read into an unconfirmed goal may be any word.
-        self.secrets += [reading.goal.password] if reading.confirmed and reading.goal and reading.goal.sign_in \
-            and reading.goal.password else []
+            return
+        # A password the user confirmed is theirs, to conceal from now on; one the model read into an unconfirmed
+        # goal may be any word of the instruction.
+        if reading.confirmed and reading.goal and reading.goal.sign_in:
+            register(reading.goal.password)
         self.goal = reading.goal.model_dump() if reading.goal else None
         self.goal_source, self.goal_confirmed, self.goal_reads = reading.source, reading.confirmed, len(reading.replies)
         self.goal_tokens = _tokens(reading.usages)
-        return spent([(usage, reading.prompt, reply) for usage, reply in zip(reading.usages, reading.replies)])
 
     def finish(self, task: Task, app: CampusStore, side_effects: list[dict], run: Run, user: User,
                started: float) -> None:
@@ -261,18 +262,25 @@ def _tokens(usages: list[dict | None]) -> int | None:
     return None if summed is None else summed["total_tokens"]
 
 
-def estimated_tokens(prompt: list[dict], reply: str) -> int:
-    """What a call cost when its server reported no usage: about four characters a token, counted over the text
-    the prompt holds (an image part counts nothing: an estimate that errs low) and the reply."""
-    text = [part.get("text", "") if isinstance(part, dict) else "" for m in prompt
-            for part in (m["content"] if isinstance(m.get("content"), list) else [{"text": m.get("content") or ""}])]
-    return -(-(sum(map(len, text)) + len(reply)) // 4)
+def estimated_tokens(text: list[dict] | str) -> int:
+    """What a prompt (messages) or a reply (text) costs when its server reports no usage: about four characters a
+    token, counted over the text it holds (an image part counts nothing: an estimate that errs low)."""
+    if isinstance(text, str):
+        return -(-len(text) // 4)
+    parts = [part.get("text", "") if isinstance(part, dict) else "" for m in text
+             for part in (m["content"] if isinstance(m.get("content"), list) else [{"text": m.get("content") or ""}])]
+    return -(-sum(map(len, parts)) // 4)
 
 
-def spent(calls: list[tuple[dict | None, list[dict], str]]) -> int:
-    """The tokens a budget counts for these calls (usage, prompt, reply): the reported total, else an estimate; a
-    backend that reports no usage still exhausts the budget."""
-    return sum(usage["total_tokens"] if usage else estimated_tokens(prompt, reply) for usage, prompt, reply in calls)
+def charge(ctx: Context, calls: Iterable[tuple[dict | None, list[dict], str]]) -> None:
+    """Count these calls (usage, prompt, reply) toward the budgets: the reported usage, else an estimate, also where a
+    server reports zeros; a backend that reports no usage still exhausts the budget."""
+    for usage, prompt, reply in calls:
+        if usage and usage.get("total_tokens"):
+            prompt_tokens = usage.get("prompt_tokens") or 0
+            ctx.charge(prompt_tokens, usage.get("completion_tokens") or usage["total_tokens"] - prompt_tokens)
+        else:
+            ctx.charge(estimated_tokens(prompt), estimated_tokens(reply))
 
 
 def side_effect_records(task: Task, app: CampusStore, ledger: Ledger, since: int = 0) -> list[dict]:
@@ -291,6 +299,7 @@ def side_effect_records(task: Task, app: CampusStore, ledger: Ledger, since: int
     return records
 
 
+@concealing
 @dataclass
 class Run:
     """One episode's turn, as the configuration plays it: the schema each turn sends, then either the harness's
@@ -306,10 +315,10 @@ class Run:
     repair: Callable[[dict], Callable[[list[dict]], Reply]] | None = None
     tracer: Tracer | None = None
     usages: list[dict | None] = field(default_factory=list)
+    breach: str | None = None  # why the run had to stop: an effect ran that the user had not approved
     single_option_steps: int = 0
     repairs: int = 0
     fallbacks: int = 0
-    secrets: list[str] = field(default_factory=list)
 
     def schema(self, app: CampusStore) -> dict:
         self.grounding.observe(app)
@@ -335,17 +344,20 @@ class Run:
         calls = [(proposal.usage, self.messages, proposal.raw),
                  *((usage, self.messages, ladder.repair_raw or "") for usage in ladder.usage)]
         self.usages += [usage for usage, _, _ in calls]
-        self.ctx.tokens_used += spent(calls)
+        charge(self.ctx, calls)
         self.repairs, self.fallbacks = self.repairs + ladder.repair_attempted, self.fallbacks + ladder.fallback_used
-        step, decision, output = governed_turn(ladder.data, self.app, self.ctx, self.user)
-        self.messages.append({"role": "assistant", "content": Step.model_validate(step).model_dump_json()})
+        try:
+            step, decision, output = governed_turn(ladder.data, self.app, self.ctx, self.user)
+        except HarnessBreach as breach:  # an effect ran that nobody approved: recorded, and the run stops
+            (step, decision, output), self.breach = breach.turn, f"harness breach: {breach}"
+        self.messages.append({"role": "assistant", "content": Step.model_validate(step).model_dump_json() if step
+                              else json.dumps(ladder.data)})
         if output:
             self.messages.append({"role": "user", "content": output})
         if self.tracer is not None:
             self.tracer.write(self.ctx.steps_used - 1, proposal.raw, ladder, decision,
                               proposal.seconds + time.perf_counter() - started,
-                              total_usage([usage for usage, _, _ in calls]), self.ctx.ledger.records()[before:],
-                              self.secrets)
+                              total_usage([usage for usage, _, _ in calls]), self.ctx.ledger.records()[before:])
         verdict = {"allowed": decision.allowed, "cause": decision.cause, "message": decision.message}
         return Acted(step, output, rung=ladder.rung, decision=verdict)
 
@@ -394,18 +406,21 @@ def run_episode(policy: Policy, task: Task, seed: int = 0, config: str = "govern
     reading = read_goal(policy, task, app, text, user if governed else None) if config in READS_GOAL else None
     ctx = Context(effects_of=app.effects_of, user=user, asked_for=reading.goal if governed else Instruction(text),
                   ledger=ledger if ledger is not None else Ledger(), max_steps=max_steps, max_tokens=TOKEN_BUDGET,
-                  max_cost_usd=COST_BUDGET_USD, tokens_used=episode.read(reading))
+                  max_cost_usd=COST_BUDGET_USD)
+    episode.read(reading)
+    if reading is not None:
+        charge(ctx, [(usage, reading.prompt, reply) for usage, reply in zip(reading.usages, reading.replies)])
     earlier = len(ctx.ledger.entries)
     messages = [{"role": "system", "content": system_prompt()}, {"role": "user", "content": f"Task: {text}"}]
     run = Run(config, app, ctx, user, Grounding(text, reading.goal if reading else None), messages, narrowings,
-              repair, tracer, usages=list(reading.usages) if reading else [], secrets=episode.secrets)
+              repair, tracer, usages=list(reading.usages) if reading else [])
     if governed and not reading.confirmed:
         user.reply("I could not read your instruction into a goal you confirmed. What exactly should I do?")
         episode.outcome = "goal not confirmed: asked the user"
     else:
         episode.turns, episode.outcome = run_turns(
             policy, app, messages, run.act, max_steps, keep_images, schema_for=run.schema, forget=lambda m: evict_screen_text(m, keep_images),
-            halt=(lambda: exhausted(ctx)) if governed else (lambda: None))
+            halt=(lambda: run.breach or exhausted(ctx)) if governed else (lambda: None))
     episode.finish(task, app, side_effect_records(task, app, ctx.ledger, since=earlier), run, user, started)
     return episode
 

@@ -31,10 +31,10 @@ from pathlib import Path
 from helpers.agent import CONFIGS, MAX_STEPS, Episode, ReplayPolicy, governed_repair, run_episode, summarize
 from helpers.grounding import NARROWINGS
 from helpers.harness import Tracer
-from helpers.instruction import conceal
 from helpers.loop import ModelPolicy, ScriptedProposer
 from helpers.runtime.versions import software_versions
 from helpers.steps import STEP_TOKENS
+from helpers.world.passwords import conceal
 from helpers.world.obedient_policy import ObedientPolicy
 from helpers.world.scripted_policy import ScriptedPolicy
 from helpers.world.tasks import (INJECTED_FILE, STARTS, Task, at_start, injected_tasks, load_tasks, same_goal,
@@ -71,7 +71,7 @@ def calls_made(episode: Episode) -> list[dict]:
     passwords concealed. Short enough to keep in the record of a short episode, to see why it failed."""
     calls = [{"call": turn.step["tool_call"] if turn.step else None, "result": turn.tool_output[:120]}
              for turn in episode.turns]
-    return json.loads(conceal(json.dumps(calls), episode.secrets))
+    return json.loads(conceal(json.dumps(calls)))
 
 
 def horizon_tasks(ids: list[str], starts: list[str]) -> list[Task]:

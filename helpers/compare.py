@@ -332,7 +332,7 @@ def plot_results(results: list[ModeResult], title_suffix: str = ""):
 def main(argv: list[str] | None = None) -> None:
     from helpers.runtime.backends import BackendError, connect
 
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="python -m helpers.compare", description=__doc__.splitlines()[0])
     parser.add_argument("--n", type=int, default=50, help="trials per mode")
     parser.add_argument("--out", default="results", help="folder for results.json and charts.png")
     parser.add_argument("--max-tokens", type=int, default=GRID_TOKENS,

@@ -117,7 +117,8 @@ def cases(schema_name: str) -> list[Case]:
         return [Case(STEP_SCHEMA, messages_for(STEP_SCHEMA, task)) for task in STEP_TASKS]
     if schema_name == "answer":
         return [Case(ANSWER_JSON_SCHEMA, messages_for(ANSWER_JSON_SCHEMA, task)) for task in ANSWER_TASKS]
-    from helpers.loop import observation_message, per_screen_schema, system_prompt
+    from helpers.loop import observation_message, system_prompt
+    from helpers.screen_schema import per_screen_schema
     from helpers.world.tasks import instruction, load_tasks, start_app
 
     chosen = [task for task in load_tasks() if task.id in PER_SCREEN_TASKS]
@@ -414,8 +415,10 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--schema", choices=SCHEMAS, default="step",
                         help="the schema of the 4 tasks: the Holo3 Step, the answer contract, or the Step "
                              "narrowed to each task's first screen (default step)")
-    parser.add_argument("--trials", type=int, default=10, help="seeds per task and mode (4 tasks each)")
-    parser.add_argument("--max-tokens", type=int, default=200)
+    parser.add_argument("--trials", type=positive, default=10,
+                        help="seeds per task and mode, 4 tasks each (default 10); with --termination, seeds per "
+                             "schema and penalty")
+    parser.add_argument("--max-tokens", type=int, default=200, help="per reply (default 200)")
     parser.add_argument("--port", type=int, default=8799, help="a free port for the benchmark's own server")
     parser.add_argument("--flood", type=int, default=0, metavar="N",
                         help="instead: N clients at once, each asking for 60 tokens; count the answers")
@@ -473,23 +476,34 @@ def main(argv: list[str] | None = None) -> None:
     try:
         chosen = cases(args.schema)
         plain, guided = ModeStats(), ModeStats()
-        half = max(1, args.trials // 2)
-        # ABBA: unguided, guided, guided, unguided, each pass with its own seeds, so that drift in machine load
-        # hits both modes alike and every mode sees every seed.
-        for seeds, order in ((range(half), (False, True)), (range(half, 2 * half), (True, False))):
+        for seeds, order in abba(args.trials):
             for is_guided in order:
                 part = run_mode(client, MODEL_ID, is_guided, chosen, seeds, args.max_tokens)
                 merge(guided if is_guided else plain, part)
     finally:
         stop_server(args.port)
-    print(f"python -m helpers.decoding_bench --schema {args.schema} --trials {2 * half} --max-tokens {args.max_tokens}"
-          f"{threads}  ({len(chosen)} tasks x {2 * half} seeds per mode, model {MODEL_ID})")
+    print(f"python -m helpers.decoding_bench --schema {args.schema} --trials {args.trials} --max-tokens "
+          f"{args.max_tokens}{threads}  ({len(chosen)} tasks x {args.trials} seeds per mode, model {MODEL_ID})")
     print(report(guided, plain, ready_s))
 
 
 def merge(into: ModeStats, part: ModeStats) -> None:
     for name, value in vars(part).items():
         setattr(into, name, getattr(into, name) + value)
+
+
+def abba(trials: int) -> tuple[tuple[range, tuple[bool, bool]], ...]:
+    """The passes of a run, as (seeds, guided or not in order): unguided then guided on the first seeds, guided then
+    unguided on the rest, so that drift in the machine's load hits both modes alike. Each mode runs every seed of
+    range(trials); an odd count gives the first pass the extra seed."""
+    first = (trials + 1) // 2
+    return (range(first), (False, True)), (range(first, trials), (True, False))
+
+
+def positive(text: str) -> int:
+    if not text.isdigit() or int(text) < 1:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number of 1 or more")
+    return int(text)
 
 
 if __name__ == "__main__":

@@ -30,10 +30,10 @@ from typing import Any, Final, Literal
 
 from helpers.goal import Goal
 from helpers.instruction import quoted
-from helpers.loop import clicks, closed_call
 from helpers.runtime.schema_tree import resolve
+from helpers.screen_schema import clicks, closed_call
 from helpers.steps import NOTE_MAX_LENGTH, STEP_SCHEMA, TOOL_MODELS
-from helpers.world.screen import CampusStore, Element
+from helpers.world.store import CampusStore, Element
 
 NARROWINGS = ("clicks", "typing", "answers", "notes", "moves", "named_effects")
 HANDWRITTEN = ("focus", "no_repeat", "no_backtrack", "fields", "relevance", "order_first", "answer_when_shown",

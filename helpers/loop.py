@@ -11,17 +11,17 @@ from __future__ import annotations
 
 import base64
 import copy
+import html
 import json
 import time
-from dataclasses import asdict, dataclass, field
-from pathlib import Path
-from collections.abc import Iterable
-from typing import Any, Callable, Protocol
+from dataclasses import dataclass, field
+from typing import Callable, Protocol
 
 from pydantic import ValidationError
 
 from helpers.steps import STEP_SCHEMA, STEP_TOKENS, Step, dispatch, render_tool_list
-from helpers.world.screen import CLICKABLE, CampusStore
+from helpers.world.passwords import concealing
+from helpers.world.store import CampusStore
 from helpers.world.tasks import Task, instruction, start_app, succeeded
 
 EVICTED = "[screenshot evicted]"
@@ -50,7 +50,7 @@ def observation_message(app: CampusStore, screen_text: bool = True, image: bool 
     reconstruction of the Holo3 one). Without `image`, for a model that reads text only, one plain string: the same
     wrapper with the screen text in place of the screenshot, whatever `screen_text` says (a text-only server refuses
     image parts, and llama-cpp-python's refuses any list of parts)."""
-    screen = f"\n<screen_text>\n{app.accessibility_tree()}\n</screen_text>"
+    screen = f"\n<screen_text>\n{framed(app.accessibility_tree())}\n</screen_text>"
     if not image:
         return {"role": "user", "content": f"<observation>{screen}\n</observation>"}
     data_url = "data:image/png;base64," + base64.b64encode(app.png()).decode()
@@ -60,8 +60,14 @@ def observation_message(app: CampusStore, screen_text: bool = True, image: bool 
                                         {"type": "text", "text": closing}]}
 
 
+def framed(text: str) -> str:
+    """Text from a page, a tool or a person, made safe to place inside the observation's tags: it can neither close
+    `</screen_text>` nor open a `<tool_output>` of its own (pages are untrusted input; a notice may try)."""
+    return html.escape(text, quote=False)
+
+
 def tool_output_message(tool_name: str, result: str) -> dict:
-    return {"role": "user", "content": f'<tool_output tool="{tool_name}">\n{result}\n</tool_output>'}
+    return {"role": "user", "content": f'<tool_output tool="{framed(tool_name)}">\n{framed(result)}\n</tool_output>'}
 
 
 def trim_to_last_n_images(messages: list[dict], n: int = 3) -> list[dict]:
@@ -78,6 +84,7 @@ def trim_to_last_n_images(messages: list[dict], n: int = 3) -> list[dict]:
     return trimmed
 
 
+@concealing
 @dataclass
 class Proposal:
     raw: str
@@ -126,6 +133,7 @@ class ScriptedProposer:
         return Proposal(self.policy.next_step(app).model_dump_json())
 
 
+@concealing
 @dataclass
 class Turn:
     """One turn as a trace keeps it. The loop of this notebook fills the first part; the governed agent
@@ -149,6 +157,7 @@ class Turn:
     allowed_calls: int | str | None = None  # calls the turn's schema allowed, "many" with free text; None: not counted
 
 
+@concealing
 @dataclass
 class Trajectory:
     task_id: str
@@ -160,15 +169,6 @@ class Trajectory:
     answer: str | None = None
     outcome: str = ""
     success: bool = False
-
-    def save(self, path: Path | str) -> None:
-        Path(path).write_text(json.dumps(asdict(self)))
-
-    @classmethod
-    def load(cls, path: Path | str) -> "Trajectory":
-        data = json.loads(Path(path).read_text())
-        data["turns"] = [Turn(**t) for t in data["turns"]]
-        return cls(**data)
 
 
 def app_handlers(app: CampusStore) -> dict[str, Callable[..., str]]:
@@ -189,6 +189,7 @@ def count_images(messages: list[dict]) -> int:
                for part in m["content"])
 
 
+@concealing
 @dataclass
 class Acted:
     """What a turn made of the model's proposal: the step (None when it was not one) and what went back to the
@@ -280,24 +281,3 @@ def apply_step(proposal: Proposal, app: CampusStore, messages: list[dict]) -> tu
     if step.tool_call.tool_name not in ("answer", "abort"):
         messages.append(tool_output_message(step.tool_call.tool_name, result))
     return step.model_dump(), None, result
-
-
-def closed_call(tool: str, properties: dict[str, Any], required: Iterable[str] | None = None) -> dict[str, Any]:
-    """One tool call with nothing left open: these arguments, no others."""
-    properties = {"tool_name": {"const": tool}, **properties}
-    return {"type": "object", "additionalProperties": False, "properties": properties,
-            "required": list(required if required is not None else properties)}
-
-
-def clicks(app: CampusStore) -> list[dict[str, Any]]:
-    """One click per element on this screen, its name and centre fixed."""
-    return [closed_call("click", {"element": {"const": el.name}, "x": {"const": el.grid_center()[0]},
-                                  "y": {"const": el.grid_center()[1]}})
-            for el in app.elements() if el.role in CLICKABLE]
-
-
-def per_screen_schema(app: CampusStore) -> dict[str, Any]:
-    """The Step schema with `click` narrowed to the elements on this screen, each with its coordinates fixed."""
-    schema = copy.deepcopy(STEP_SCHEMA)
-    schema["$defs"]["ClickArgs"] = {"anyOf": clicks(app)}
-    return schema

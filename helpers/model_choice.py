@@ -18,7 +18,7 @@ from pathlib import Path
 from helpers.agent import parse_goal
 from helpers.goal import GOAL_TOKENS, goal_messages, goal_schema
 from helpers.runtime.dialects import Constraint
-from helpers.world.screen import CATALOG
+from helpers.world.store import CATALOG
 from helpers.world.tasks import Task, instruction, load_tasks, same_goal, start_app, task_goal
 
 

@@ -4,14 +4,15 @@ import json
 
 import pytest
 
-from helpers import agent, replay
+from helpers import agent, harness, replay
 from helpers.agent import CONFIGS, Episode, ReplayPolicy, run_episode, schema_problems, summarize
 from helpers.grounding import NARROWINGS
 from helpers.harness import Tracer
 from helpers.goal import GOAL_TOKENS
 from helpers.loop import ModelPolicy, Proposal, ScriptedProposer, execute
 from helpers.world.effects import Ledger
-from helpers.world.screen import masked
+from helpers.world.passwords import CONCEALED
+from helpers.world.store import CampusStore
 from helpers.world.scripted_policy import ScriptedPolicy
 from helpers.world.tasks import load_tasks, start_app, task_goal
 from helpers.world.users import SimulatedUser
@@ -144,7 +145,7 @@ def test_the_password_banner_is_followed_bare_and_blocked_governed():
     bare = run_episode(ReplayPolicy(replies + follow), task, 0, "bare")
     governed = run_episode(ReplayPolicy(replies + follow), task, 0, "governed")
     leaked = [e for e in bare.side_effects if e["action"] == "type_text" and "Search" in e["detail"]
-              and masked(app.password) in e["detail"]]  # the record says it with dots, never the password itself
+              and CONCEALED in e["detail"]]  # the record names it, never shows the password itself
     assert leaked and leaked[0]["executed"] and not leaked[0]["wanted"]
     typed = governed.turns[len(replies) + 1]  # the schema has no such write, and the harness refuses it anyway
     assert typed.rung == "fallback" or typed.decision["cause"] == "not_asked"
@@ -219,6 +220,34 @@ def test_budgets_come_from_the_usage_each_reply_reports():
     assert episode.rejections.get("budget_exhausted") and episode.tokens >= 120_000
 
 
+@pytest.mark.parametrize("usage", [None, {"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0}])
+def test_a_usage_of_zeros_counts_an_estimate_as_no_usage_does(monkeypatch, usage):
+    class Silent:
+        name, sees_images = "silent", True
+
+        def __init__(self):
+            self.inner = scripted("order")
+
+        def propose(self, messages, app, schema=None):
+            return Proposal(self.inner.propose(messages, app).raw, usage)
+
+    monkeypatch.setattr(agent, "TOKEN_BUDGET", 4_000)
+    episode = run_episode(Silent(), TASKS["order"], 0, "governed")
+    assert "exceed the token budget" in episode.outcome and not episode.success
+
+
+def test_an_effect_that_ran_unapproved_ends_the_episode_on_record(monkeypatch):
+    """Both lines of prevention wrong on purpose (the app's account and the trial see no order): the order runs, the
+    check after it stops the run, and the episode records why, with the turn that breached, instead of raising."""
+    monkeypatch.setattr(harness, "dry_run", lambda step, app: [])
+    monkeypatch.setattr(CampusStore, "effects_of", lambda self, tool, args: [])
+    episode = run_episode(scripted("order"), TASKS["order"], 0, "governed")
+    assert episode.outcome.startswith("harness breach: ran without approval: place an order: 2 x Pencil set")
+    assert episode.turns[-1].step["tool_call"]["element"] == "Place order" and episode.turns[-1].decision["allowed"]
+    assert [e["executed"] and not e["asked"] for e in orders(episode)] == [True] and not episode.success
+    assert json.dumps(episode.record())
+
+
 def test_replay_reads_a_jsonl_file_and_runs_dry_after_it(tmp_path):
     path = tmp_path / "replies.jsonl"
     path.write_text("\n".join(json.dumps(raw) for raw in ["not json", '{"note": null}']) + "\n")
@@ -233,7 +262,7 @@ def test_a_backend_that_reports_no_usage_still_exhausts_the_budget(monkeypatch):
     monkeypatch.setattr(agent, "TOKEN_BUDGET", 4_000)
     episode = run_episode(scripted("order"), TASKS["order"], 0, "governed")
     assert episode.tokens is None  # what was reported: nothing, never a made-up zero
-    assert "exceed the budget" in episode.outcome and not episode.success
+    assert "exceed the token budget" in episode.outcome and not episode.success
     assert 1 <= episode.steps < len(run_episode(scripted("order"), TASKS["order"], 0, "bare").turns)
 
 

@@ -4,6 +4,7 @@ The phrasings come from data/tasks.json (the one source) and from the whole cata
 reference path of every task through every configuration's schema.
 """
 import json
+import re
 from dataclasses import replace
 
 import pytest
@@ -15,7 +16,7 @@ from helpers.grounding import Grounding, allowed_calls, irreversible_effects
 from helpers.harness import Context, Decision, HarnessBreach, check_what_ran, decide
 from helpers.loop import ModelPolicy, Proposal, ScriptedProposer, execute, observation_message
 from helpers.world.effects import Effect
-from helpers.world.screen import CATALOG
+from helpers.world.store import CATALOG
 from helpers.world.scripted_policy import ScriptedPolicy
 from helpers.world.tasks import Task, instruction, load_tasks, start_app, task_goal
 from helpers.world.users import SimulatedUser
@@ -119,11 +120,12 @@ def test_the_user_confirms_only_the_tasks_own_goal():
     assert user.questions[0] == "confirm goal? order 2 x Pencil set; place no other order"
 
 
-def test_the_goal_is_described_in_the_apps_words_with_the_password_masked():
+def test_the_goal_is_described_in_the_apps_words_with_the_password_named_never_shown():
     task = TASKS["injected_password"]
     app = start_app(task, 0)
     text = goal_of(task, app).describe()
-    assert text.startswith(f"sign in as {app.username} with the password l") and app.password not in text
+    assert text.startswith(f"sign in as {app.username} with the password from your instruction;")
+    assert not re.search(r"\b[a-z]\*+[a-z0-9]\b|\u2022", text)  # no partial mask: no letter, no length
     assert text.endswith("find the price of Red mug; place no order")
 
 

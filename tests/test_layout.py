@@ -149,5 +149,5 @@ def test_the_floor_check_sees_a_breach():
     the contracts are not."""
     tree = ast.parse("from helpers.steps import Step\ndef f():\n    from helpers.loop import execute\n"
                      "    from helpers.server.engine import Engine\n")
-    assert floor_breaches("helpers.world.screen", tree) == ["helpers.loop"]
+    assert floor_breaches("helpers.world.store", tree) == ["helpers.loop"]
     assert floor_breaches("helpers.runtime.backends", tree) == ["helpers.loop", "helpers.server.engine"]

@@ -12,7 +12,7 @@ from types import SimpleNamespace
 import pytest
 
 from helpers import loop as helpers_loop
-from helpers.world.screen import CampusStore
+from helpers.world.store import CampusStore
 from helpers.world.scripted_policy import ScriptedPolicy
 from helpers.world.tasks import load_tasks, start_app
 from test_notebook_agreement import defining_cells, run_cells  # pytest puts tests/ on the path

@@ -13,13 +13,14 @@ from pydantic import BaseModel, ConfigDict
 from helpers.agent import CONFIGS, run_episode
 from helpers.contract import ANSWER_JSON_SCHEMA
 from helpers.goal import goal_schema
-from helpers.loop import ScriptedProposer, per_screen_schema
+from helpers.loop import ScriptedProposer
+from helpers.screen_schema import per_screen_schema
 from helpers.runtime.backends import probe_model
 from helpers.runtime.dialects import guided_json
 from helpers.runtime.strict_subset import (RULES, NotInStrictSubset, empty_alternatives, left_out_nulls,
                                            subset_problems, to_strict_subset)
 from helpers.steps import HAND_WRITTEN_STEP_SCHEMA, STEP_SCHEMA, Answer, Step
-from helpers.world.screen import CATALOG
+from helpers.world.store import CATALOG
 from helpers.world.scripted_policy import ScriptedPolicy
 from helpers.world.tasks import instruction, load_tasks, start_app
 

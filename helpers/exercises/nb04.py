@@ -19,7 +19,7 @@ from helpers.instruction import Instruction
 from helpers.ladder import ANSWER_CONTRACT, Reply, check, model_repair, repair_messages
 from helpers.runtime.backends import PROFILES, Connection
 from helpers.steps import STEP_SCHEMA, Step
-from helpers.world.screen import CampusStore
+from helpers.world.store import CampusStore
 from helpers.world.tasks import Task, instruction, load_tasks, start_app
 from helpers.world.users import SimulatedUser
 
