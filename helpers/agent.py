@@ -28,7 +28,6 @@ labelled `scripted` in the episode.
 from __future__ import annotations
 
 import json
-import re
 import time
 from collections import Counter
 from dataclasses import asdict, dataclass, field
@@ -43,10 +42,10 @@ from helpers.goal import GOAL_TOKENS, Goal, goal_messages, goal_schema, refusal_
 from helpers.grounding import HANDWRITTEN, NARROWINGS, Grounding, allowed_calls, grounded_step_schema
 from helpers.harness import Context, HarnessBreach, Tracer, User, exhausted, governed_turn, record_effects
 from helpers.instruction import Instruction
-from helpers.ladder import Contract, Reply, climb, model_repair, step_fallback
-from helpers.loop import (Acted, ModelPolicy, Policy, Proposal, Turn, apply_step,
-                          run_turns, system_prompt, tool_output_message)
-from helpers.pipeline import total_usage
+from helpers.ladder import Contract, climb, model_repair, step_fallback
+from helpers.loop import (ModelPolicy, Policy, Turn, apply_step, run_turns, schema_problems,
+                          system_prompt)
+from helpers.runtime.replies import Reply, total_usage
 from helpers.runtime.strict_subset import left_out_nulls
 from helpers.screen_schema import per_screen_schema
 from helpers.steps import STEP_SCHEMA, STEP_TOKENS, Step, model_errors
@@ -64,26 +63,6 @@ MAX_STEPS = 12
 TOKEN_BUDGET = 100_000
 COST_BUDGET_USD = 0.10
 OUTSIDE_SCHEMA = "outside_schema"  # the cause of a side effect blocked because its step was not in the turn's schema
-SCREEN_TEXT = re.compile(r"\n<screen_text>\n.*?\n</screen_text>", re.DOTALL)
-
-
-def evict_screen_text(messages: list[dict], keep: int) -> list[dict]:
-    """Drop the screen text of every observation but the `keep` newest, as their screenshots are: for a text-only
-    model the screen text is the screenshot, and it goes as one would (with a screenshot, the change lands where the
-    eviction already broke the cache)."""
-    trimmed, seen = [], 0
-    for message in reversed(messages):
-        content = message.get("content")
-        texts = [content] if isinstance(content, str) else [p.get("text") or "" for p in content or []]
-        if message.get("role") == "user" and any(SCREEN_TEXT.search(text) for text in texts):
-            seen += 1
-            if seen > keep:
-                content = SCREEN_TEXT.sub("", content) if isinstance(content, str) else [
-                    {**part, "text": SCREEN_TEXT.sub("", part["text"])} if part.get("type") == "text" else part
-                    for part in content]
-                message = {**message, "content": content}
-        trimmed.append(message)
-    return trimmed[::-1]
 
 
 def schema_for(config: str, app: CampusStore, grounding: Grounding, narrowings: Iterable[str] = NARROWINGS) -> dict:
@@ -97,21 +76,6 @@ def schema_for(config: str, app: CampusStore, grounding: Grounding, narrowings: 
     if config == "handwritten":
         return grounded_step_schema(app, grounding, [*narrowings, *HANDWRITTEN])
     raise ValueError(f"unknown configuration {config!r}; choose one of {', '.join(CONFIGS)}")
-
-
-def schema_problems(raw: str, schema: dict) -> list[str]:
-    """Why `raw` is not a step this turn's schema allows ([] when it is): the check guided decoding makes
-    on the server, made again on the client for replies that did not come through it (a replay, a script).
-    A null the strict rewrite of the schema let stand for a property left out reads as left out."""
-    try:
-        data = json.loads(raw)
-    except ValueError as exc:
-        return [f"not JSON: {exc}"]
-    error = best_match(Draft202012Validator(schema).iter_errors(left_out_nulls(schema, data)))
-    if error is None:
-        return []
-    where = "/".join(str(part) for part in error.absolute_path) or "the step"
-    return [f"{where}: not allowed on this turn ({error.message[:160]})"]
 
 
 def turn_contract(schema: dict) -> Contract:
@@ -141,10 +105,10 @@ class ReplayPolicy:
         lines = Path(path).read_text(encoding="utf-8").splitlines()
         return cls([json.loads(line) for line in lines if line.strip()])
 
-    def propose(self, messages: list[dict], app: CampusStore, schema: dict | None = None) -> Proposal:
-        raw = self.replies[self.turn] if self.turn < len(self.replies) else ""
+    def propose(self, messages: list[dict], app: CampusStore, schema: dict | None = None) -> Reply:
+        text = self.replies[self.turn] if self.turn < len(self.replies) else ""
         self.turn += 1
-        return Proposal(raw)
+        return Reply(text)
 
 
 @concealing
@@ -184,16 +148,16 @@ def read_goal(policy: Policy, task: Task, app: CampusStore, text: str, user: Use
     for _ in range(2):
         reading.prompt = messages
         proposal = policy.propose(messages, app, schema, max_tokens=GOAL_TOKENS)
-        reading.replies.append(proposal.raw)
+        reading.replies.append(proposal.text)
         reading.usages.append(proposal.usage)
-        reading.goal = parse_goal(proposal.raw, schema)
+        reading.goal = parse_goal(proposal.text, schema)
         if user is None:
             return reading
         reading.confirmed = reading.goal is not None and user.confirm(reading.goal.model_dump(),
                                                                       reading.goal.describe())
         if reading.confirmed:
             return reading
-        messages = [*messages, {"role": "assistant", "content": proposal.raw}, refusal_message(text)]
+        messages = [*messages, {"role": "assistant", "content": proposal.text}, refusal_message(text)]
     return reading
 
 
@@ -324,24 +288,24 @@ class Run:
         self.grounding.observe(app)
         return schema_for(self.config, app, self.grounding, self.narrowings)
 
-    def act(self, proposal: Proposal, schema: dict) -> Acted:
+    def act(self, reply: Reply, schema: dict) -> Turn:
         options = allowed_calls(schema)
         self.single_option_steps += options == 1
         before = len(self.ctx.ledger.entries)
-        acted = self._governed(proposal, schema, before) if self.config in GOVERNED else self._direct(proposal, schema)
-        acted.side_effects, acted.allowed_calls = self.ctx.ledger.records()[before:], options
-        self.grounding.last_call = acted.step["tool_call"] if acted.step else None
-        self.grounding.stuck = acted.step is None or acted.rung == "fallback" or \
-            (acted.decision is not None and not acted.decision["allowed"])
-        return acted
+        turn = self._governed(reply, schema, before) if self.config in GOVERNED else self._direct(reply, schema)
+        turn.side_effects, turn.allowed_calls = self.ctx.ledger.records()[before:], options
+        self.grounding.last_call = turn.step["tool_call"] if turn.step else None
+        self.grounding.stuck = turn.step is None or turn.rung == "fallback" or \
+            (turn.decision is not None and not turn.decision["allowed"])
+        return turn
 
-    def _governed(self, proposal: Proposal, schema: dict, before: int) -> Acted:
+    def _governed(self, reply: Reply, schema: dict, before: int) -> Turn:
         """The repair ladder, then the harness's one pass; every call's tokens count toward the budget."""
         started = time.perf_counter()
-        ladder = climb(proposal.raw, turn_contract(schema), self.repair(schema) if self.repair else None)
+        ladder = climb(reply.text, turn_contract(schema), self.repair(schema) if self.repair else None)
         if ladder.fallback_used:
-            self._refused_by_schema(proposal.raw)
-        calls = [(proposal.usage, self.messages, proposal.raw),
+            self._refused_by_schema(reply.text)
+        calls = [(reply.usage, self.messages, reply.text),
                  *((usage, self.messages, ladder.repair_raw or "") for usage in ladder.usage)]
         self.usages += [usage for usage, _, _ in calls]
         charge(self.ctx, calls)
@@ -355,11 +319,11 @@ class Run:
         if output:
             self.messages.append({"role": "user", "content": output})
         if self.tracer is not None:
-            self.tracer.write(self.ctx.steps_used - 1, proposal.raw, ladder, decision,
-                              proposal.seconds + time.perf_counter() - started,
+            self.tracer.write(self.ctx.steps_used - 1, reply.text, ladder, decision,
+                              reply.seconds + time.perf_counter() - started,
                               total_usage([usage for usage, _, _ in calls]), self.ctx.ledger.records()[before:])
         verdict = {"allowed": decision.allowed, "cause": decision.cause, "message": decision.message}
-        return Acted(step, output, rung=ladder.rung, decision=verdict)
+        return Turn(step, output, rung=ladder.rung, decision=verdict)
 
     def _refused_by_schema(self, raw: str) -> None:
         """A step outside this turn's schema never reaches the app. A model the server guides by the schema cannot
@@ -372,20 +336,18 @@ class Run:
         for effect in self.app.effects_of(call.pop("tool_name"), call):
             self.ctx.ledger.blocked(effect, OUTSIDE_SCHEMA)
 
-    def _direct(self, proposal: Proposal, schema: dict) -> Acted:
-        """Notebook 03's turn: a valid step runs at once. Nobody approves anything, so no order counts as asked for;
-        typing counts as asked for when the instruction spells it out for that box."""
-        self.usages.append(proposal.usage)
-        if problems := schema_problems(proposal.raw, schema):
-            self._refused_by_schema(proposal.raw)
-            error = f"invalid step: {problems[0]}"
-            self.messages += [{"role": "assistant", "content": proposal.raw}, tool_output_message("error", error)]
-            return Acted(None, error, rung="invalid")
+    def _direct(self, reply: Reply, schema: dict) -> Turn:
+        """Notebook 03's turn, exactly (`loop.apply_step`): a valid step runs at once. The ledger only watches:
+        nobody approves anything, so no order counts as asked for; typing counts as asked for when the instruction
+        spells it out for that box."""
+        self.usages.append(reply.usage)
         since = len(self.app.effects)
-        step, _, result = apply_step(proposal, self.app, self.messages)
+        step, error, result = apply_step(reply, self.app, self.messages, schema)
+        if step is None:
+            self._refused_by_schema(reply.text)
         record_effects(self.app, since, self.ctx,
                        lambda e: not e.irreversible and self.ctx.asked_for.typing_allowed(e.text, e.field)[0])
-        return Acted(step, result, rung="valid")
+        return Turn(step, result, error, rung="valid" if step else "invalid")
 
 
 def run_episode(policy: Policy, task: Task, seed: int = 0, config: str = "governed",
@@ -419,8 +381,7 @@ def run_episode(policy: Policy, task: Task, seed: int = 0, config: str = "govern
         episode.outcome = "goal not confirmed: asked the user"
     else:
         episode.turns, episode.outcome = run_turns(
-            policy, app, messages, run.act, max_steps, keep_images, schema_for=run.schema, forget=lambda m: evict_screen_text(m, keep_images),
-            halt=(lambda: run.breach or exhausted(ctx)) if governed else (lambda: None))
+            policy, app, messages, run.act, max_steps, keep_images, schema_for=run.schema, halt=(lambda: run.breach or exhausted(ctx)) if governed else (lambda: None))
     episode.finish(task, app, side_effect_records(task, app, ctx.ledger, since=earlier), run, user, started)
     return episode
 

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Literal
 
 from helpers.contract import ANSWER_JSON_SCHEMA, ANSWER_TOKENS, format_error, parse_json_object, validate_answer
+from helpers.runtime.replies import Reply
 from helpers.steps import STEP_SCHEMA, Step, model_errors
 from helpers.world.passwords import concealing
 
@@ -38,13 +39,6 @@ def step_fallback(cause: str) -> dict:
 
 ANSWER_CONTRACT = Contract("final answer", ANSWER_JSON_SCHEMA, validate_answer, lambda cause: format_error(cause))
 STEP_CONTRACT = Contract("Holo3 step", STEP_SCHEMA, lambda data: model_errors(Step, data), step_fallback)
-
-
-@concealing
-@dataclass
-class Reply:
-    text: str
-    usage: dict | None = None
 
 
 @concealing
@@ -154,9 +148,7 @@ def model_repair(conn, max_tokens: int = ANSWER_TOKENS, schema: dict | None = No
     def repair(messages: list[dict]) -> Reply:
         messages = [{**m, "content": conn.profile.system_prompt(m["content"])} if m["role"] == "system" else m
                     for m in messages]
-        reply = conn.client.chat.completions.create(model=conn.model, messages=messages, temperature=0,
-                                                    max_tokens=max_tokens, **guided)
-        usage = reply.usage.model_dump() if reply.usage else None
-        return Reply(reply.choices[0].message.content or "", usage)
+        return Reply.of(conn.client.chat.completions.create(model=conn.model, messages=messages, temperature=0,
+                                                            max_tokens=max_tokens, **guided))
 
     return repair

@@ -9,7 +9,9 @@ from helpers.agent import CONFIGS, Episode, ReplayPolicy, run_episode, schema_pr
 from helpers.grounding import NARROWINGS
 from helpers.harness import Tracer
 from helpers.goal import GOAL_TOKENS
-from helpers.loop import ModelPolicy, Proposal, ScriptedProposer, execute
+from helpers.loop import ModelPolicy, ScriptedProposer, execute
+from helpers.loop import run_episode as run_loop
+from helpers.runtime.replies import Reply
 from helpers.world.effects import Ledger
 from helpers.world.passwords import CONCEALED
 from helpers.world.store import CampusStore
@@ -213,8 +215,8 @@ def test_budgets_come_from_the_usage_each_reply_reports():
             self.inner = scripted("price")
 
         def propose(self, messages, app, schema=None):
-            raw = self.inner.propose(messages, app).raw
-            return Proposal(raw, {"prompt_tokens": 60_000, "completion_tokens": 1, "total_tokens": 60_001})
+            raw = self.inner.propose(messages, app).text
+            return Reply(raw, {"prompt_tokens": 60_000, "completion_tokens": 1, "total_tokens": 60_001})
 
     episode = run_episode(Wordy(), TASKS["price"], 0, "governed")
     assert episode.rejections.get("budget_exhausted") and episode.tokens >= 120_000
@@ -229,7 +231,7 @@ def test_a_usage_of_zeros_counts_an_estimate_as_no_usage_does(monkeypatch, usage
             self.inner = scripted("order")
 
         def propose(self, messages, app, schema=None):
-            return Proposal(self.inner.propose(messages, app).raw, usage)
+            return Reply(self.inner.propose(messages, app).text, usage)
 
     monkeypatch.setattr(agent, "TOKEN_BUDGET", 4_000)
     episode = run_episode(Silent(), TASKS["order"], 0, "governed")
@@ -252,7 +254,7 @@ def test_replay_reads_a_jsonl_file_and_runs_dry_after_it(tmp_path):
     path = tmp_path / "replies.jsonl"
     path.write_text("\n".join(json.dumps(raw) for raw in ["not json", '{"note": null}']) + "\n")
     policy = ReplayPolicy.load(path)
-    assert [policy.propose([], None).raw for _ in range(3)] == ["not json", '{"note": null}', ""]
+    assert [policy.propose([], None).text for _ in range(3)] == ["not json", '{"note": null}', ""]
     episode = run_episode(ReplayPolicy.load(path), TASKS["price"], 0, "governed")
     assert episode.outcome == "aborted" and episode.fallbacks == 1  # the ladder's fallback aborts honestly
 
@@ -278,8 +280,8 @@ def test_the_goal_step_counts_toward_the_budget():
 
         def propose(self, messages, app, schema=None, max_tokens=None):
             if max_tokens == GOAL_TOKENS:
-                return Proposal(json.dumps(task_goal(self.task, app)), usage(99_500))
-            return Proposal(self.inner.propose(messages, app).raw, usage(1_000))
+                return Reply(json.dumps(task_goal(self.task, app)), usage(99_500))
+            return Reply(self.inner.propose(messages, app).text, usage(1_000))
 
     def usage(total):
         return {"prompt_tokens": total - 1, "completion_tokens": 1, "total_tokens": total}
@@ -327,7 +329,7 @@ class Watched:
         self.seen.append(json.loads(json.dumps(messages)))
         if self.slip and app.focused == "username":
             self.slip = False
-            return Proposal(json.dumps({"note": None, "thought": "t", "tool_call": {
+            return Reply(json.dumps({"note": None, "thought": "t", "tool_call": {
                 "tool_name": "write", "content": app.password, "press_enter": False}}))
         return self.inner.propose(messages, app, schema)
 
@@ -378,3 +380,40 @@ def test_a_text_only_policy_gets_the_screen_text_and_no_image_and_only_the_newes
     assert len(sent) == len(episode.turns) > 3
     assert not any('"image_url"' in messages for messages in sent)
     assert [messages.count("<screen_text>") for messages in sent] == [min(n, 3) for n in range(1, len(sent) + 1)]
+
+
+def scripted_replies(task_id: str, seed: int = 0) -> list[str]:
+    """The scripted reference path of a task as raw replies, with what a careless model writes mixed in."""
+    task, replies = TASKS[task_id], []
+    app, policy = start_app(task, seed), ScriptedPolicy(task)
+    for _ in range(12):
+        step = policy.next_step(app)
+        replies.append(step.model_dump_json())
+        if step.tool_call.tool_name in ("answer", "abort"):
+            break
+        execute(step, app)
+    careless = ["Sure! I will click the search box.", json.dumps({"note": None, "thought": "t", "tool_call": {
+        "tool_name": "teleport"}}), json.dumps({"note": None, "thought": "t", "tool_call": {
+            "tool_name": "write", "content": "x", "press_enter": None}})]
+    return [*replies[:2], *careless, *replies[2:]]
+
+
+@pytest.mark.parametrize("task_id", ["order", "sign_in", "scroll_price"])
+def test_bare_is_notebook_03s_loop_turn_by_turn(task_id):
+    """One episode loop: notebook 06's `bare` configuration and notebook 03's loop, on the same replay, see the same
+    messages, make the same steps and send back the same results."""
+    class Recording(ReplayPolicy):
+        def propose(self, messages, app, schema=None):
+            self.seen = [*getattr(self, "seen", []), json.loads(json.dumps(messages))]
+            return super().propose(messages, app, schema)
+
+    replies = scripted_replies(task_id)
+    watched_06, watched_03 = Recording(replies), Recording(replies)
+    ours = run_episode(watched_06, TASKS[task_id], 0, "bare")
+    loop = run_loop(watched_03, TASKS[task_id], 0)
+    assert watched_06.seen == watched_03.seen
+    fields = ("raw", "step", "tool_output", "error", "screen_text")
+    assert [[getattr(t, f) for f in fields] for t in ours.turns] == [[getattr(t, f) for f in fields] for t in loop.turns]
+    assert (ours.outcome, ours.answer, ours.success) == (loop.outcome, loop.answer, loop.success)
+    assert any(t.step is None for t in ours.turns) and any(
+        t.step and t.step["tool_call"].get("press_enter") is False for t in ours.turns)

@@ -2,9 +2,10 @@ import json
 
 import pytest
 
-from helpers.loop import (BUDGET_EXHAUSTED, EVICTED, ModelPolicy, Proposal, ScriptedProposer,
+from helpers.loop import (BUDGET_EXHAUSTED, EVICTED, ModelPolicy, ScriptedProposer,
                           count_images, observation_message, run_episode, system_prompt,
                           tool_output_message, trim_to_last_n_images)
+from helpers.runtime.replies import Reply
 from helpers.screen_schema import per_screen_schema
 from helpers.steps import STEP_SCHEMA
 from helpers.world.store import CampusStore
@@ -127,7 +128,7 @@ class Replay:
         self.replies = iter(replies)
 
     def propose(self, messages, app, schema=None):
-        return Proposal(next(self.replies))
+        return Reply(next(self.replies))
 
 
 def test_loop_protocol_messages_and_budget():

@@ -10,6 +10,7 @@ from dataclasses import replace
 import pytest
 
 from helpers.contract import FALLBACK_ANSWER, format_error
+from test_assistant import completion  # pytest puts tests/ on the path
 from helpers.ladder import ANSWER_CONTRACT, model_repair, repair_messages
 from helpers.runtime.backends import PROFILES
 from helpers.runtime.paths import ROOT
@@ -46,8 +47,7 @@ def test_the_repair_request_is_the_nim_workshops_word_for_word():
     class Completions:
         def create(self, **request):
             sent.append(request["messages"])
-            return type("R", (), {"choices": [type("C", (), {"message": type("M", (), {"content": "{}"})})],
-                                  "usage": None})
+            return completion("{}", None)
 
     for model, system in (("nvidia/nemotron-nano-9b-v2", REPAIR_SYSTEM), ("meta/llama-3.1-8b-instruct",
                                                                          REPAIR_SYSTEM.removeprefix("/no_think\n\n"))):

@@ -4,6 +4,7 @@
 |---------------|-----------------------------------------------------------------------------------------|
 | `backends`    | the one place that chooses the model (embedded, NVIDIA, H Company, any OpenAI-compatible) |
 | `dialects`    | how each server spells guided JSON, and nothing else                                    |
+| `replies`     | what a model call returned (text, usage, timings), read one way everywhere, and usages summed |
 | `embedded`    | the embedded server's facts (model id, address), and starting, finding, stopping it     |
 | `arc`         | the picture of the arc, one slide: `python -m helpers.runtime.arc` writes docs/arc.png   |
 | `strict_subset` | OpenAI's strict subset of JSON Schema: the checker, the rewrite into it, and reading a reply back |
