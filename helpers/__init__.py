@@ -1,7 +1,9 @@
 """Structured outputs for LLM agents: the code the workshop notebooks build, importable.
 
 The lesson modules stand here in notebook order; each imports only from its own notebook's modules and
-earlier ones (a test walks the imports). Everything that is not a lesson lives in a subpackage.
+earlier ones (a test walks the imports). Everything that is not a lesson lives in a subpackage: the floors
+below the lessons (`world`, `runtime`, `server`, `widgets`), which import no lesson but the data contracts, and
+above them the exercises' checks and the benchmarks, which measure the lessons and which no lesson imports.
 
 | notebook | module         | what it holds                                                              |
 |----------|----------------|----------------------------------------------------------------------------|
@@ -17,13 +19,10 @@ earlier ones (a test walks the imports). Everything that is not a lesson lives i
 | 04       | `pipeline`     | the campus assistant end to end: ask, ladder, harness                      |
 | 05       | `compare`      | prompt-only against guided decoding in every dialect: `python -m helpers.compare` |
 | 05       | `mask_view`    | per token, what the grammar allowed                                        |
-| 05       | `decoding_bench` | what guided decoding costs the embedded server: `python -m helpers.decoding_bench` |
 | 06       | `goal`         | the user's goal: read by the model, confirmed by the user                  |
 | 06       | `grounding`    | schemas built from the context each turn: constraints, and a hand-written tier |
 | 06       | `replay`       | fixed reply scripts, labelled as such, to try the harness with             |
 | 06       | `agent`        | the Holo3 loop governed by the harness                                     |
-| 06       | `agent_bench`  | the configurations side by side: `python -m helpers.agent_bench`          |
-| 06       | `model_choice` | which model to embed: its goal readings and decode speed, `python -m helpers.model_choice` |
 
 | subpackage  | what it holds                                                                          |
 |-------------|----------------------------------------------------------------------------------------|
@@ -31,6 +30,7 @@ earlier ones (a test walks the imports). Everything that is not a lesson lives i
 | `runtime`   | choosing a backend and its dialect, the embedded server's facts and process, installing, the notebooks' setup, publishing, paths |
 | `server`    | the embedded model's OpenAI-compatible HTTP server                                     |
 | `exercises` | the checks behind each notebook's exercises                                            |
+| `bench`     | the benchmarks, run from the command line: the agent's configurations, guided decoding's cost, which model to embed |
 | `widgets`   | sliders over an agent run's steps and a guided reply's tokens, each with a static rendering |
 """
 import sys

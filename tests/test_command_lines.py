@@ -7,8 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from helpers import compare, decoding_bench
-from helpers.decoding_bench import ModeStats, abba, report
+from helpers import compare
+from helpers.bench import decoding as decoding_bench
+from helpers.bench.decoding import ModeStats, abba, report
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -47,5 +48,5 @@ def test_compare_calls_itself_by_the_command_that_runs_it(capsys):
 
 def test_results_name_the_benchs_rows_as_it_prints_them():
     rows = {line.split(" | ")[0].lstrip("| ") for line in report(ModeStats(), ModeStats(), 0.0).splitlines()[2:]}
-    quoted = re.findall(r"decoding_bench[^`]*` prints as\s+`([^`]+)`", (ROOT / "docs" / "results.md").read_text())
+    quoted = re.findall(r"bench\.decoding[^`]*` prints as\s+`([^`]+)`", (ROOT / "docs" / "results.md").read_text())
     assert quoted and set(quoted) <= rows

@@ -151,3 +151,26 @@ def test_the_floor_check_sees_a_breach():
                      "    from helpers.server.engine import Engine\n")
     assert floor_breaches("helpers.world.store", tree) == ["helpers.loop"]
     assert floor_breaches("helpers.runtime.backends", tree) == ["helpers.loop", "helpers.server.engine"]
+
+
+# Above the lessons: the exercises' checks and the benchmarks measure what the lessons build; nothing below imports
+# them, so a lesson never depends on a check or a measurement.
+ABOVE = ("helpers.exercises", "helpers.bench")
+
+
+def below_modules() -> list[str]:
+    return sorted([*lesson_order(), *floor_modules()])
+
+
+def reaches_above(tree: ast.AST) -> list[str]:
+    return sorted(m for m in imported_by(tree) if m.startswith(ABOVE))
+
+
+@pytest.mark.parametrize("module", below_modules())
+def test_no_lesson_or_floor_imports_the_checks_or_the_benchmarks(module):
+    assert reaches_above(ast.parse(source_of(module).read_text(encoding="utf-8"))) == []
+
+
+def test_the_check_above_sees_a_lesson_importing_a_benchmark():
+    tree = ast.parse("def f():\n    from helpers.bench.agent import table\n    import helpers.exercises.nb01\n")
+    assert reaches_above(tree) == ["helpers.bench.agent", "helpers.exercises.nb01"]

@@ -17,5 +17,5 @@ Python with `helpers.runtime.embedded.ensure_server()` (what `helpers.runtime.ba
 The facts the server and its clients share (the model id, the address, the server's name) live in
 `helpers.runtime.embedded`, which the server imports and which imports nothing of the server. Starting,
 finding and stopping a server is the client's side, and lives there too; the benchmark of guided decoding
-on this server is `python -m helpers.decoding_bench`.
+on this server is `python -m helpers.bench.decoding`.
 """

@@ -231,7 +231,7 @@ def test_with_the_models_vocabulary_the_rewrite_and_slices_change_no_mask():
 def walk_schemas():
     """Schemas with keys, consts, enums, numbers, arrays, nulls and bounded free text."""
     from helpers.contract import ANSWER_JSON_SCHEMA
-    from helpers.decoding_bench import cases
+    from helpers.bench.decoding import cases
 
     return {"step": STEP_SCHEMA, "answer": ANSWER_JSON_SCHEMA, "per-screen": cases("per-screen")[1].schema}
 

@@ -1,4 +1,4 @@
-"""Benchmark the agent configurations side by side: `python -m helpers.agent_bench --seeds 3`.
+"""Benchmark the agent configurations side by side: `python -m helpers.bench.agent --seeds 3`.
 
 Runs every task x seed in each configuration (`bare`, `per_screen`, `grounded`, `governed`, `handwritten`; see
 `helpers.agent`) on whatever `helpers.runtime.backends.connect()` selects, or on a policy that needs no model:
@@ -247,7 +247,7 @@ def report_files(sources: list[Path], json_path: Path | None, chart_path: Path |
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(prog="python -m helpers.agent_bench", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="python -m helpers.bench.agent", description=__doc__.splitlines()[0])
     parser.add_argument("--seeds", type=int, default=3, help="how many seeds (default 3)")
     parser.add_argument("--first-seed", type=int, default=0,
                         help="start the seeds here (default 0), to add seeds to an earlier run with --from")
@@ -317,7 +317,7 @@ def main(argv: list[str] | None = None) -> None:
                 records.append(record)
                 print(episode_line(episode) + (f"  (horizon {horizon})" if horizon is not None else ""), flush=True)
     summary = summarize(records)
-    command = "python -m helpers.agent_bench " + portable(argv if argv is not None else sys.argv[1:])
+    command = "python -m helpers.bench.agent " + portable(argv if argv is not None else sys.argv[1:])
     print(f"\n{command}  ({time.perf_counter() - started:.0f} s)")
     print(table(summary))
     if args.horizon:

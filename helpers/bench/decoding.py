@@ -1,4 +1,4 @@
-"""Benchmark the embedded server: `python -m helpers.decoding_bench --schema step`, `--termination` or `--flood 40`.
+"""Benchmark the embedded server: `python -m helpers.bench.decoding --schema step`, `--termination` or `--flood 40`.
 
 The default run measures guided and unguided decoding side by side, for one kind of schema
 (`--schema step|answer|per-screen`). Every number comes from one run on one machine, so the
@@ -411,7 +411,7 @@ def main(argv: list[str] | None = None) -> None:
     from helpers.runtime.backends import embedded_client
     from helpers.runtime.embedded import base_url, stop_server
 
-    parser = argparse.ArgumentParser(prog="python -m helpers.decoding_bench", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="python -m helpers.bench.decoding", description=__doc__.splitlines()[0])
     parser.add_argument("--schema", choices=SCHEMAS, default="step",
                         help="the schema of the 4 tasks: the Holo3 Step, the answer contract, or the Step "
                              "narrowed to each task's first screen (default step)")
@@ -438,11 +438,11 @@ def main(argv: list[str] | None = None) -> None:
                         help="with --flood: a second model server on --port + 1 decodes flat out meanwhile")
     args = parser.parse_args(argv)
     if args.settings:
-        print(f"python -m helpers.decoding_bench --settings  (model {MODEL_ID}, median of 4 runs per setting, ABBA)")
+        print(f"python -m helpers.bench.decoding --settings  (model {MODEL_ID}, median of 4 runs per setting, ABBA)")
         print(settings_sweep())
         return
     if args.batch_cost:
-        print(f"python -m helpers.decoding_bench --batch-cost  (model {MODEL_ID}, median of 3 runs)")
+        print(f"python -m helpers.bench.decoding --batch-cost  (model {MODEL_ID}, median of 3 runs)")
         print(batch_cost())
         return
     server_args = ("--threads", str(args.threads)) if args.threads else ()
@@ -458,7 +458,7 @@ def main(argv: list[str] | None = None) -> None:
             stop_server(args.port)
             if load_port:
                 stop_server(load_port)
-        print(f"python -m helpers.decoding_bench --flood {args.flood}{' --with-load' if load_port else ''}{threads}  "
+        print(f"python -m helpers.bench.decoding --flood {args.flood}{' --with-load' if load_port else ''}{threads}  "
               f"(60 tokens each, model {MODEL_ID})")
         print(table)
         return
@@ -468,7 +468,7 @@ def main(argv: list[str] | None = None) -> None:
             table = termination(client, MODEL_ID, args.max_tokens, args.temperature, args.trials)
         finally:
             stop_server(args.port)
-        print(f"python -m helpers.decoding_bench --termination --trials {args.trials} --max-tokens {args.max_tokens} "
+        print(f"python -m helpers.bench.decoding --termination --trials {args.trials} --max-tokens {args.max_tokens} "
               f"--temperature {args.temperature}{threads}  ({len(load_unbounded_cases())} schemas x {args.trials} "
               f"seeds per penalty, model {MODEL_ID})")
         print(table)
@@ -482,7 +482,7 @@ def main(argv: list[str] | None = None) -> None:
                 merge(guided if is_guided else plain, part)
     finally:
         stop_server(args.port)
-    print(f"python -m helpers.decoding_bench --schema {args.schema} --trials {args.trials} --max-tokens "
+    print(f"python -m helpers.bench.decoding --schema {args.schema} --trials {args.trials} --max-tokens "
           f"{args.max_tokens}{threads}  ({len(chosen)} tasks x {args.trials} seeds per mode, model {MODEL_ID})")
     print(report(guided, plain, ready_s))
 
