@@ -10,7 +10,8 @@ above them the exercises' checks and the benchmarks, which measure the lessons a
 | 01       | `contract`     | the final-answer contract, parsed and checked in plain Python              |
 | 01       | `assistant`    | the campus assistant: its knowledge base, prompt and eval questions        |
 | 01       | `bounds`       | the longest reply a schema allows, in bytes                                |
-| 02       | `steps`        | the contract in Pydantic, and the Holo3 `Step` union                        |
+| 02       | `pydantic_contract` | the final-answer contract in Pydantic, and its errors in the validator's words |
+| 02       | `steps`        | the Holo3 `Step` union: a flat tool call per step, every tool a model      |
 | 03       | `loop`         | the Holo3 JSON agent loop, one schema-constrained step per turn            |
 | 03       | `screen_schema` | a step schema built from the screen: one closed click per element on it    |
 | 04       | `ladder`       | parse -> validate -> repair once -> deterministic fallback                 |

@@ -48,7 +48,8 @@ from helpers.loop import (ModelPolicy, Policy, Turn, apply_step, run_turns, sche
 from helpers.runtime.replies import Reply, total_usage
 from helpers.runtime.strict_subset import left_out_nulls
 from helpers.screen_schema import per_screen_schema
-from helpers.steps import STEP_SCHEMA, STEP_TOKENS, Step, model_errors
+from helpers.pydantic_contract import model_errors
+from helpers.steps import STEP_SCHEMA, STEP_TOKENS, Step
 from helpers.world.effects import Ledger
 from helpers.world.passwords import conceal, concealing, register
 from helpers.world.store import CATALOG, CampusStore

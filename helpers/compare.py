@@ -25,7 +25,8 @@ from helpers.loop import execute, system_prompt
 from helpers.runtime.dialects import guided_json
 from helpers.runtime.paths import DATA
 from helpers.runtime.versions import software_versions
-from helpers.steps import STEP_SCHEMA, STEP_TOKENS, Step, model_errors
+from helpers.pydantic_contract import model_errors
+from helpers.steps import STEP_SCHEMA, STEP_TOKENS, Step
 from helpers.world.scripted_policy import ScriptedPolicy
 from helpers.world.tasks import instruction, load_tasks, start_app
 

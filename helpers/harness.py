@@ -30,7 +30,8 @@ from typing import Any, Callable, Protocol
 
 from helpers.contract import is_fallback
 from helpers.loop import execute, tool_output_message
-from helpers.steps import TOOL_MODELS, IntentKind, Step, model_errors
+from helpers.pydantic_contract import model_errors
+from helpers.steps import TOOL_MODELS, IntentKind, Step
 from helpers.world.effects import Effect, Ledger
 from helpers.world.passwords import conceal, concealing
 from helpers.world.store import CampusStore

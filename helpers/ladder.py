@@ -16,7 +16,8 @@ from typing import Any, Callable, Literal
 
 from helpers.contract import ANSWER_JSON_SCHEMA, ANSWER_TOKENS, format_error, parse_json_object, validate_answer
 from helpers.runtime.replies import Reply
-from helpers.steps import STEP_SCHEMA, Step, model_errors
+from helpers.pydantic_contract import model_errors
+from helpers.steps import STEP_SCHEMA, Step
 from helpers.world.passwords import concealing
 
 EMPTY_REPLY = "empty_model_response"

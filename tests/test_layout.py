@@ -121,7 +121,7 @@ def test_the_walk_sees_a_backward_import():
 # data, which a lesson module builds); the runtime (which chooses and starts a backend) knows nothing of the server
 # it starts but its command line.
 FLOORS = ("world", "runtime", "server", "widgets")
-SHARED_CONTRACTS = {"helpers.contract", "helpers.steps"}
+SHARED_CONTRACTS = {"helpers.contract", "helpers.pydantic_contract", "helpers.steps"}
 
 
 def floor_modules() -> list[str]:

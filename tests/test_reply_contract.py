@@ -35,7 +35,8 @@ from helpers.goal import Goal
 from helpers.runtime.backends import probe_model
 from helpers.runtime.dialects import DIALECTS, constraint_from_body, guided_json
 from helpers.runtime.paths import ROOT
-from helpers.steps import HAND_WRITTEN_STEP_SCHEMA, STEP_SCHEMA, Answer, Step, answer_errors, model_errors
+from helpers.pydantic_contract import Answer, answer_errors, model_errors
+from helpers.steps import HAND_WRITTEN_STEP_SCHEMA, STEP_SCHEMA, Step
 from helpers.world.scripted_policy import ScriptedPolicy
 from helpers.world.tasks import Task, load_tasks, start_app
 from test_strict_subset import goal_schemas, recorded_agent_schemas  # pytest puts tests/ on the path

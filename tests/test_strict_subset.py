@@ -19,7 +19,8 @@ from helpers.runtime.backends import probe_model
 from helpers.runtime.dialects import guided_json
 from helpers.runtime.strict_subset import (RULES, NotInStrictSubset, empty_alternatives, left_out_nulls,
                                            subset_problems, to_strict_subset)
-from helpers.steps import HAND_WRITTEN_STEP_SCHEMA, STEP_SCHEMA, Answer, Step
+from helpers.pydantic_contract import Answer
+from helpers.steps import HAND_WRITTEN_STEP_SCHEMA, STEP_SCHEMA, Step
 from helpers.world.store import CATALOG
 from helpers.world.scripted_policy import ScriptedPolicy
 from helpers.world.tasks import instruction, load_tasks, start_app
