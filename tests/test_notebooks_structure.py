@@ -38,7 +38,15 @@ def test_there_is_a_start_here_notebook():
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
 def test_every_notebook_opens_with_the_generated_setup_cell(path):
-    assert first_code_cell(path) == publish.setup_cell(ADDRESS), "run `python -m helpers.runtime.publish`"
+    assert first_code_cell(path) == publish.setup_cell(ADDRESS), "run `./workshop run helpers.runtime.publish`"
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
+def test_the_setup_cell_shows_its_title_and_hides_its_plumbing(path):
+    """Colab's form view shows the `# @title` line; JupyterLab collapses the input. A click shows the code."""
+    setup = next(c for c in cells(path) if c["cell_type"] == "code")
+    assert setup["metadata"]["cellView"] == "form" and setup["metadata"]["jupyter"]["source_hidden"] is True
+    assert source(setup).startswith("# @title Setup")
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)

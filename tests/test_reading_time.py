@@ -34,7 +34,7 @@ MINUTES_PER_EXERCISE = 10
 LONGEST_CORE_CELL_SECONDS = 75
 # The agenda is the estimate rounded up, not a padded promise: a row may exceed it by less than this.
 AGENDA_SLACK = 3
-SETUP_MARK = "# Setup: the same cell opens every notebook"
+SETUP_MARK = "# @title Setup"
 MARKS = {"*Core*": True, "*Going further*": False}
 # An agenda row names its notebook (| 00 Start here | 12 |); a breakdown row does not (| 00 | 7 |).
 AGENDA_ROW = re.compile(r"^\| (\d\d) [^|]+\| (\d+) \|", re.MULTILINE)

@@ -54,13 +54,18 @@ class Address:
         return f"[![Open In Colab]({COLAB_BADGE_IMAGE})]({self.colab(notebook)})"
 
 
+# The setup cell shows its title only: Colab's form view and JupyterLab's collapsed input both hide its code, which
+# is plumbing (a click shows it).
+SETUP_METADATA = {"cellView": "form", "jupyter": {"source_hidden": True}}
+
+
 def setup_cell(address: Address) -> str:
     """The first code cell of every notebook."""
     return f'''\
-# Setup: the same cell opens every notebook (written by `python -m helpers.runtime.publish`; change it there).
-# Locally, `./workshop lab` has installed everything. In Colab, every badge opens a NEW runtime: this cell
-# clones the workshop into it and installs the embedded model, with progress, unless an API key is set
-# (for a class: a free NVIDIA API Catalog key needs no build at all; see the README).
+# @title Setup: connect to the model (run this first; the code is plumbing, shown on a click)
+# Setup: the same cell opens every notebook (written by `./workshop run helpers.runtime.publish`; change it there).
+# After `./workshop lab` it only connects. In Colab, where every badge opens a NEW runtime, it clones the workshop
+# and installs the embedded model, with progress, unless an API key is set (see docs/setup.md).
 import importlib.util, os, pathlib, sys
 
 if importlib.util.find_spec("helpers") is None:
@@ -108,6 +113,7 @@ def publish_notebook(path: Path, address: Address) -> bool:
         top.source = f"{title}\n\n{badge}" + (f"\n{rest}" if rest else "")
     setup = next(cell for cell in notebook.cells if cell.cell_type == "code")
     setup.source = setup_cell(address)
+    setup.metadata.update(SETUP_METADATA)
     return _write(path, text, nbformat.writes(notebook) + "\n")
 
 
