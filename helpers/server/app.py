@@ -76,6 +76,10 @@ from helpers.server.request_queue import DEFAULT_LIMIT, LeftTheLine, QueueFull, 
 # The longest prompt that fits the context is 262,144 bytes (Engine.prompt_byte_limit), and the model reads no image:
 # a larger body can only be refused, so it is refused before it is read.
 DEFAULT_BODY_LIMIT_MB = 1
+# A body over the limit is read and dropped, this much at a time, when it is no larger than DISCARD_LIMIT (the cap this
+# server once had), so that its client gets the 413; a larger one is answered at once, and its connection closed.
+DISCARD_CHUNK = 2**16
+DISCARD_LIMIT = 32 * 2**20
 DEFAULT_SOCKET_TIMEOUT_S = 30.0
 OWNER_POLL_S = 2.0
 CONTENT_LENGTH = re.compile(r"[0-9]{1,20}")
@@ -240,6 +244,8 @@ class Handler(BaseHTTPRequestHandler):
                                   "invalid_content_length", 400)
         length, limit = int(value), self.server.body_limit
         if length > limit:
+            if length <= DISCARD_LIMIT:
+                self.discard(length)
             raise self.unreadable(f"the body is {length} bytes; this server accepts at most {limit} "
                                   "(python -m helpers.server --max-body-mb)", "body_too_large", 413)
         try:
@@ -250,6 +256,15 @@ class Handler(BaseHTTPRequestHandler):
         if len(raw) < length:
             raise self.unreadable(f"the body ended after {len(raw)} of {length} bytes", "incomplete_body", 400)
         return raw
+
+    def discard(self, length: int) -> None:
+        """Read `length` bytes of body and keep none: a client still sending its body reads no answer, and would
+        see a broken pipe instead of the 413."""
+        try:
+            while length > 0 and (chunk := self.rfile.read(min(length, DISCARD_CHUNK))):
+                length -= len(chunk)
+        except (TimeoutError, ConnectionError):
+            pass  # the answer is tried all the same
 
     def read_request(self, raw: bytes) -> ChatRequest:
         """The checked request; whatever goes wrong while reading it is the client's 400 or 413, never a 500."""
