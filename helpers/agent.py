@@ -28,7 +28,6 @@ labelled `scripted` in the episode.
 from __future__ import annotations
 
 import json
-import re
 import time
 from collections import Counter
 from dataclasses import asdict, dataclass, field
@@ -41,15 +40,19 @@ from pydantic import ValidationError
 
 from helpers.goal import GOAL_TOKENS, Goal, goal_messages, goal_schema, refusal_message
 from helpers.grounding import HANDWRITTEN, NARROWINGS, Grounding, allowed_calls, grounded_step_schema
-from helpers.harness import Context, Tracer, User, exhausted, governed_turn, record_effects
-from helpers.instruction import Instruction, conceal, passwords
-from helpers.ladder import Contract, Reply, climb, model_repair, step_fallback
-from helpers.loop import (Acted, ModelPolicy, Policy, Proposal, Turn, apply_step, per_screen_schema,
-                          run_turns, system_prompt, tool_output_message)
-from helpers.pipeline import total_usage
-from helpers.steps import STEP_SCHEMA, STEP_TOKENS, Step, model_errors
+from helpers.harness import Context, HarnessBreach, Tracer, User, exhausted, governed_turn, record_effects
+from helpers.instruction import Instruction
+from helpers.ladder import Contract, climb, model_repair, step_fallback
+from helpers.loop import (ModelPolicy, Policy, Turn, apply_step, run_turns, schema_problems,
+                          system_prompt)
+from helpers.runtime.replies import Reply, total_usage
+from helpers.runtime.strict_subset import left_out_nulls
+from helpers.screen_schema import per_screen_schema
+from helpers.pydantic_contract import model_errors
+from helpers.steps import STEP_SCHEMA, STEP_TOKENS, Step
 from helpers.world.effects import Ledger
-from helpers.world.screen import CATALOG, CampusStore
+from helpers.world.passwords import conceal, concealing, register
+from helpers.world.store import CATALOG, CampusStore
 from helpers.world.tasks import Task, instruction, start_app, succeeded, task_goal, wanted
 from helpers.world.users import SimulatedUser
 
@@ -61,26 +64,6 @@ MAX_STEPS = 12
 TOKEN_BUDGET = 100_000
 COST_BUDGET_USD = 0.10
 OUTSIDE_SCHEMA = "outside_schema"  # the cause of a side effect blocked because its step was not in the turn's schema
-SCREEN_TEXT = re.compile(r"\n<screen_text>\n.*?\n</screen_text>", re.DOTALL)
-
-
-def evict_screen_text(messages: list[dict], keep: int) -> list[dict]:
-    """Drop the screen text of every observation but the `keep` newest, as their screenshots are: for a text-only
-    model the screen text is the screenshot, and it goes as one would (with a screenshot, the change lands where the
-    eviction already broke the cache)."""
-    trimmed, seen = [], 0
-    for message in reversed(messages):
-        content = message.get("content")
-        texts = [content] if isinstance(content, str) else [p.get("text") or "" for p in content or []]
-        if message.get("role") == "user" and any(SCREEN_TEXT.search(text) for text in texts):
-            seen += 1
-            if seen > keep:
-                content = SCREEN_TEXT.sub("", content) if isinstance(content, str) else [
-                    {**part, "text": SCREEN_TEXT.sub("", part["text"])} if part.get("type") == "text" else part
-                    for part in content]
-                message = {**message, "content": content}
-        trimmed.append(message)
-    return trimmed[::-1]
 
 
 def schema_for(config: str, app: CampusStore, grounding: Grounding, narrowings: Iterable[str] = NARROWINGS) -> dict:
@@ -96,24 +79,11 @@ def schema_for(config: str, app: CampusStore, grounding: Grounding, narrowings: 
     raise ValueError(f"unknown configuration {config!r}; choose one of {', '.join(CONFIGS)}")
 
 
-def schema_problems(raw: str, schema: dict) -> list[str]:
-    """Why `raw` is not a step this turn's schema allows ([] when it is): the check guided decoding makes
-    on the server, made again on the client for replies that did not come through it (a replay, a script)."""
-    try:
-        data = json.loads(raw)
-    except ValueError as exc:
-        return [f"not JSON: {exc}"]
-    error = best_match(Draft202012Validator(schema).iter_errors(data))
-    if error is None:
-        return []
-    where = "/".join(str(part) for part in error.absolute_path) or "the step"
-    return [f"{where}: not allowed on this turn ({error.message[:160]})"]
-
-
 def turn_contract(schema: dict) -> Contract:
     """The step contract for one turn: a valid `Step`, and one this turn's schema allows."""
     def validate(data: Any) -> list[str]:
-        return model_errors(Step, data) or schema_problems(json.dumps(data), schema)
+        read = left_out_nulls(schema, data)
+        return model_errors(Step, read) or schema_problems(json.dumps(read), schema)
 
     return Contract("Holo3 step", schema, validate, step_fallback)
 
@@ -136,12 +106,13 @@ class ReplayPolicy:
         lines = Path(path).read_text(encoding="utf-8").splitlines()
         return cls([json.loads(line) for line in lines if line.strip()])
 
-    def propose(self, messages: list[dict], app: CampusStore, schema: dict | None = None) -> Proposal:
-        raw = self.replies[self.turn] if self.turn < len(self.replies) else ""
+    def propose(self, messages: list[dict], app: CampusStore, schema: dict | None = None) -> Reply:
+        text = self.replies[self.turn] if self.turn < len(self.replies) else ""
         self.turn += 1
-        return Proposal(raw)
+        return Reply(text)
 
 
+@concealing
 @dataclass
 class GoalReading:
     """The goal step: what the model read (or, for a policy that reads none, the task's own goal, labelled
@@ -178,19 +149,20 @@ def read_goal(policy: Policy, task: Task, app: CampusStore, text: str, user: Use
     for _ in range(2):
         reading.prompt = messages
         proposal = policy.propose(messages, app, schema, max_tokens=GOAL_TOKENS)
-        reading.replies.append(proposal.raw)
+        reading.replies.append(proposal.text)
         reading.usages.append(proposal.usage)
-        reading.goal = parse_goal(proposal.raw, schema)
+        reading.goal = parse_goal(proposal.text, schema)
         if user is None:
             return reading
         reading.confirmed = reading.goal is not None and user.confirm(reading.goal.model_dump(),
                                                                       reading.goal.describe())
         if reading.confirmed:
             return reading
-        messages = [*messages, {"role": "assistant", "content": proposal.raw}, refusal_message(text)]
+        messages = [*messages, {"role": "assistant", "content": proposal.text}, refusal_message(text)]
     return reading
 
 
+@concealing
 @dataclass
 class Episode:
     config: str
@@ -216,25 +188,22 @@ class Episode:
     seconds: float = 0.0
     turns: list[Turn] = field(default_factory=list)
     user_questions: list[str] = field(default_factory=list)
-    secrets: list[str] = field(default_factory=list, repr=False)  # passwords the user gave: kept out of every record
 
     def record(self) -> dict:
-        """The episode without its turns, every password concealed: what the benchmark's JSON holds."""
-        data = {k: v for k, v in asdict(self).items() if k not in ("turns", "secrets")}
-        return json.loads(conceal(json.dumps(data), self.secrets))
+        """The episode without its turns, every known password concealed: what the benchmark's JSON holds."""
+        return json.loads(conceal(json.dumps({k: v for k, v in asdict(self).items() if k != "turns"})))
 
-    def read(self, reading: GoalReading | None) -> int:
-        """Note the goal step; returns the tokens it spent, which count toward the episode's budget."""
-        self.secrets = passwords(self.instruction)
+    def read(self, reading: GoalReading | None) -> None:
+        """Note the goal step."""
         if reading is None:
-            return 0
-        # A password the user confirmed is theirs; one the model read into an unconfirmed goal may be any word.
-        self.secrets += [reading.goal.password] if reading.confirmed and reading.goal and reading.goal.sign_in \
-            and reading.goal.password else []
+            return
+        # A password the user confirmed is theirs, to conceal from now on; one the model read into an unconfirmed
+        # goal may be any word of the instruction.
+        if reading.confirmed and reading.goal and reading.goal.sign_in:
+            register(reading.goal.password)
         self.goal = reading.goal.model_dump() if reading.goal else None
         self.goal_source, self.goal_confirmed, self.goal_reads = reading.source, reading.confirmed, len(reading.replies)
         self.goal_tokens = _tokens(reading.usages)
-        return spent([(usage, reading.prompt, reply) for usage, reply in zip(reading.usages, reading.replies)])
 
     def finish(self, task: Task, app: CampusStore, side_effects: list[dict], run: Run, user: User,
                started: float) -> None:
@@ -258,18 +227,25 @@ def _tokens(usages: list[dict | None]) -> int | None:
     return None if summed is None else summed["total_tokens"]
 
 
-def estimated_tokens(prompt: list[dict], reply: str) -> int:
-    """What a call cost when its server reported no usage: about four characters a token, counted over the text
-    the prompt holds (an image part counts nothing: an estimate that errs low) and the reply."""
-    text = [part.get("text", "") if isinstance(part, dict) else "" for m in prompt
-            for part in (m["content"] if isinstance(m.get("content"), list) else [{"text": m.get("content") or ""}])]
-    return -(-(sum(map(len, text)) + len(reply)) // 4)
+def estimated_tokens(text: list[dict] | str) -> int:
+    """What a prompt (messages) or a reply (text) costs when its server reports no usage: about four characters a
+    token, counted over the text it holds (an image part counts nothing: an estimate that errs low)."""
+    if isinstance(text, str):
+        return -(-len(text) // 4)
+    parts = [part.get("text", "") if isinstance(part, dict) else "" for m in text
+             for part in (m["content"] if isinstance(m.get("content"), list) else [{"text": m.get("content") or ""}])]
+    return -(-sum(map(len, parts)) // 4)
 
 
-def spent(calls: list[tuple[dict | None, list[dict], str]]) -> int:
-    """The tokens a budget counts for these calls (usage, prompt, reply): the reported total, else an estimate; a
-    backend that reports no usage still exhausts the budget."""
-    return sum(usage["total_tokens"] if usage else estimated_tokens(prompt, reply) for usage, prompt, reply in calls)
+def charge(ctx: Context, calls: Iterable[tuple[dict | None, list[dict], str]]) -> None:
+    """Count these calls (usage, prompt, reply) toward the budgets: the reported usage, else an estimate, also where a
+    server reports zeros; a backend that reports no usage still exhausts the budget."""
+    for usage, prompt, reply in calls:
+        if usage and usage.get("total_tokens"):
+            prompt_tokens = usage.get("prompt_tokens") or 0
+            ctx.charge(prompt_tokens, usage.get("completion_tokens") or usage["total_tokens"] - prompt_tokens)
+        else:
+            ctx.charge(estimated_tokens(prompt), estimated_tokens(reply))
 
 
 def side_effect_records(task: Task, app: CampusStore, ledger: Ledger, since: int = 0) -> list[dict]:
@@ -288,6 +264,7 @@ def side_effect_records(task: Task, app: CampusStore, ledger: Ledger, since: int
     return records
 
 
+@concealing
 @dataclass
 class Run:
     """One episode's turn, as the configuration plays it: the schema each turn sends, then either the harness's
@@ -303,48 +280,51 @@ class Run:
     repair: Callable[[dict], Callable[[list[dict]], Reply]] | None = None
     tracer: Tracer | None = None
     usages: list[dict | None] = field(default_factory=list)
+    breach: str | None = None  # why the run had to stop: an effect ran that the user had not approved
     single_option_steps: int = 0
     repairs: int = 0
     fallbacks: int = 0
-    secrets: list[str] = field(default_factory=list)
 
     def schema(self, app: CampusStore) -> dict:
         self.grounding.observe(app)
         return schema_for(self.config, app, self.grounding, self.narrowings)
 
-    def act(self, proposal: Proposal, schema: dict) -> Acted:
+    def act(self, reply: Reply, schema: dict) -> Turn:
         options = allowed_calls(schema)
         self.single_option_steps += options == 1
         before = len(self.ctx.ledger.entries)
-        acted = self._governed(proposal, schema, before) if self.config in GOVERNED else self._direct(proposal, schema)
-        acted.side_effects, acted.allowed_calls = self.ctx.ledger.records()[before:], options
-        self.grounding.last_call = acted.step["tool_call"] if acted.step else None
-        self.grounding.stuck = acted.step is None or acted.rung == "fallback" or \
-            (acted.decision is not None and not acted.decision["allowed"])
-        return acted
+        turn = self._governed(reply, schema, before) if self.config in GOVERNED else self._direct(reply, schema)
+        turn.side_effects, turn.allowed_calls = self.ctx.ledger.records()[before:], options
+        self.grounding.last_call = turn.step["tool_call"] if turn.step else None
+        self.grounding.stuck = turn.step is None or turn.rung == "fallback" or \
+            (turn.decision is not None and not turn.decision["allowed"])
+        return turn
 
-    def _governed(self, proposal: Proposal, schema: dict, before: int) -> Acted:
+    def _governed(self, reply: Reply, schema: dict, before: int) -> Turn:
         """The repair ladder, then the harness's one pass; every call's tokens count toward the budget."""
         started = time.perf_counter()
-        ladder = climb(proposal.raw, turn_contract(schema), self.repair(schema) if self.repair else None)
+        ladder = climb(reply.text, turn_contract(schema), self.repair(schema) if self.repair else None)
         if ladder.fallback_used:
-            self._refused_by_schema(proposal.raw)
-        calls = [(proposal.usage, self.messages, proposal.raw),
+            self._refused_by_schema(reply.text)
+        calls = [(reply.usage, self.messages, reply.text),
                  *((usage, self.messages, ladder.repair_raw or "") for usage in ladder.usage)]
         self.usages += [usage for usage, _, _ in calls]
-        self.ctx.tokens_used += spent(calls)
+        charge(self.ctx, calls)
         self.repairs, self.fallbacks = self.repairs + ladder.repair_attempted, self.fallbacks + ladder.fallback_used
-        step, decision, output = governed_turn(ladder.data, self.app, self.ctx, self.user)
-        self.messages.append({"role": "assistant", "content": Step.model_validate(step).model_dump_json()})
+        try:
+            step, decision, output = governed_turn(ladder.data, self.app, self.ctx, self.user)
+        except HarnessBreach as breach:  # an effect ran that nobody approved: recorded, and the run stops
+            (step, decision, output), self.breach = breach.turn, f"harness breach: {breach}"
+        self.messages.append({"role": "assistant", "content": Step.model_validate(step).model_dump_json() if step
+                              else json.dumps(ladder.data)})
         if output:
             self.messages.append({"role": "user", "content": output})
         if self.tracer is not None:
-            self.tracer.write(self.ctx.steps_used - 1, proposal.raw, ladder, decision,
-                              proposal.seconds + time.perf_counter() - started,
-                              total_usage([usage for usage, _, _ in calls]), self.ctx.ledger.records()[before:],
-                              self.secrets)
+            self.tracer.write(self.ctx.steps_used - 1, reply.text, ladder, decision,
+                              reply.seconds + time.perf_counter() - started,
+                              total_usage([usage for usage, _, _ in calls]), self.ctx.ledger.records()[before:])
         verdict = {"allowed": decision.allowed, "cause": decision.cause, "message": decision.message}
-        return Acted(step, output, rung=ladder.rung, decision=verdict)
+        return Turn(step, output, rung=ladder.rung, decision=verdict)
 
     def _refused_by_schema(self, raw: str) -> None:
         """A step outside this turn's schema never reaches the app. A model the server guides by the schema cannot
@@ -357,20 +337,18 @@ class Run:
         for effect in self.app.effects_of(call.pop("tool_name"), call):
             self.ctx.ledger.blocked(effect, OUTSIDE_SCHEMA)
 
-    def _direct(self, proposal: Proposal, schema: dict) -> Acted:
-        """Notebook 03's turn: a valid step runs at once. Nobody approves anything, so no order counts as asked for;
-        typing counts as asked for when the instruction spells it out for that box."""
-        self.usages.append(proposal.usage)
-        if problems := schema_problems(proposal.raw, schema):
-            self._refused_by_schema(proposal.raw)
-            error = f"invalid step: {problems[0]}"
-            self.messages += [{"role": "assistant", "content": proposal.raw}, tool_output_message("error", error)]
-            return Acted(None, error, rung="invalid")
+    def _direct(self, reply: Reply, schema: dict) -> Turn:
+        """Notebook 03's turn, exactly (`loop.apply_step`): a valid step runs at once. The ledger only watches:
+        nobody approves anything, so no order counts as asked for; typing counts as asked for when the instruction
+        spells it out for that box."""
+        self.usages.append(reply.usage)
         since = len(self.app.effects)
-        step, _, result = apply_step(proposal, self.app, self.messages)
+        step, error, result = apply_step(reply, self.app, self.messages, schema)
+        if step is None:
+            self._refused_by_schema(reply.text)
         record_effects(self.app, since, self.ctx,
                        lambda e: not e.irreversible and self.ctx.asked_for.typing_allowed(e.text, e.field)[0])
-        return Acted(step, result, rung="valid")
+        return Turn(step, result, error, rung="valid" if step else "invalid")
 
 
 def run_episode(policy: Policy, task: Task, seed: int = 0, config: str = "governed",
@@ -391,18 +369,20 @@ def run_episode(policy: Policy, task: Task, seed: int = 0, config: str = "govern
     reading = read_goal(policy, task, app, text, user if governed else None) if config in READS_GOAL else None
     ctx = Context(effects_of=app.effects_of, user=user, asked_for=reading.goal if governed else Instruction(text),
                   ledger=ledger if ledger is not None else Ledger(), max_steps=max_steps, max_tokens=TOKEN_BUDGET,
-                  max_cost_usd=COST_BUDGET_USD, tokens_used=episode.read(reading))
+                  max_cost_usd=COST_BUDGET_USD)
+    episode.read(reading)
+    if reading is not None:
+        charge(ctx, [(usage, reading.prompt, reply) for usage, reply in zip(reading.usages, reading.replies)])
     earlier = len(ctx.ledger.entries)
     messages = [{"role": "system", "content": system_prompt()}, {"role": "user", "content": f"Task: {text}"}]
     run = Run(config, app, ctx, user, Grounding(text, reading.goal if reading else None), messages, narrowings,
-              repair, tracer, usages=list(reading.usages) if reading else [], secrets=episode.secrets)
+              repair, tracer, usages=list(reading.usages) if reading else [])
     if governed and not reading.confirmed:
         user.reply("I could not read your instruction into a goal you confirmed. What exactly should I do?")
         episode.outcome = "goal not confirmed: asked the user"
     else:
         episode.turns, episode.outcome = run_turns(
-            policy, app, messages, run.act, max_steps, keep_images, schema_for=run.schema, forget=lambda m: evict_screen_text(m, keep_images),
-            halt=(lambda: exhausted(ctx)) if governed else (lambda: None))
+            policy, app, messages, run.act, max_steps, keep_images, schema_for=run.schema, halt=(lambda: run.breach or exhausted(ctx)) if governed else (lambda: None))
     episode.finish(task, app, side_effect_records(task, app, ctx.ledger, since=earlier), run, user, started)
     return episode
 

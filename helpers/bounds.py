@@ -11,6 +11,7 @@ import json
 from typing import Any
 
 from helpers.contract import PLAIN_TEXT
+from helpers.runtime.schema_tree import resolve
 
 # Separators as the embedded server generates JSON (helpers.server.guidance.JSON_DEFAULTS).
 ITEM_SEPARATOR, KEY_SEPARATOR = ", ", ": "
@@ -20,25 +21,25 @@ class Unbounded(ValueError):
     """The schema lets a reply grow without limit: a string without maxLength, an array without maxItems..."""
 
 
-def max_json_bytes(schema: dict[str, Any], defs: dict[str, Any] | None = None, where: str = "$") -> int:
-    """The byte length of the longest compact JSON `schema` allows; `Unbounded` names the first open part."""
-    defs = schema.get("$defs", {}) if defs is None else defs
-    if "$ref" in schema:
-        return max_json_bytes(defs[schema["$ref"].rsplit("/", 1)[-1]], defs, where)
+def max_json_bytes(schema: dict[str, Any], root: dict[str, Any] | None = None, where: str = "$") -> int:
+    """The byte length of the longest compact JSON `schema` allows; `Unbounded` names the first open part.
+    A `$ref` points into `root`, the whole schema `schema` is part of (by default, `schema` itself)."""
+    root = schema if root is None else root
+    schema = resolve(root, schema)
     if "const" in schema:
         return len(json.dumps(schema["const"]))
     if "enum" in schema:
         return max(len(json.dumps(value)) for value in schema["enum"])
     branches = schema.get("anyOf") or schema.get("oneOf")
     if branches:
-        return max(max_json_bytes(branch, defs, where) for branch in branches)
+        return max(max_json_bytes(branch, root, where) for branch in branches)
     kinds = schema.get("type")
     if isinstance(kinds, list):
-        return max(max_json_bytes({**schema, "type": kind}, defs, where) for kind in kinds)
-    return _by_type(kinds, schema, defs, where)
+        return max(max_json_bytes({**schema, "type": kind}, root, where) for kind in kinds)
+    return _by_type(kinds, schema, root, where)
 
 
-def _by_type(kind: str | None, schema: dict[str, Any], defs: dict[str, Any], where: str) -> int:
+def _by_type(kind: str | None, schema: dict[str, Any], root: dict[str, Any], where: str) -> int:
     if kind == "null":
         return 4
     if kind == "boolean":
@@ -58,13 +59,13 @@ def _by_type(kind: str | None, schema: dict[str, Any], defs: dict[str, Any], whe
         if "maxItems" not in schema:
             raise Unbounded(f"{where}: an array without maxItems")
         count = schema["maxItems"]
-        item = max_json_bytes(schema.get("items", {}), defs, f"{where}[]") if count else 0
+        item = max_json_bytes(schema.get("items", {}), root, f"{where}[]") if count else 0
         return 2 + count * item + max(0, count - 1) * len(ITEM_SEPARATOR)
     if kind == "object":
         if schema.get("additionalProperties", True) is not False:
             raise Unbounded(f"{where}: an object that allows keys it does not name")
         properties = schema.get("properties", {})
-        members = [len(json.dumps(name)) + len(KEY_SEPARATOR) + max_json_bytes(value, defs, f"{where}.{name}")
+        members = [len(json.dumps(name)) + len(KEY_SEPARATOR) + max_json_bytes(value, root, f"{where}.{name}")
                    for name, value in properties.items()]
         return 2 + sum(members) + max(0, len(members) - 1) * len(ITEM_SEPARATOR)
     raise Unbounded(f"{where}: no type, enum or const to bound it")

@@ -25,7 +25,8 @@ from helpers.loop import execute, system_prompt
 from helpers.runtime.dialects import guided_json
 from helpers.runtime.paths import DATA
 from helpers.runtime.versions import software_versions
-from helpers.steps import STEP_SCHEMA, STEP_TOKENS, Step, model_errors
+from helpers.pydantic_contract import model_errors
+from helpers.steps import STEP_SCHEMA, STEP_TOKENS, Step
 from helpers.world.scripted_policy import ScriptedPolicy
 from helpers.world.tasks import instruction, load_tasks, start_app
 
@@ -332,7 +333,7 @@ def plot_results(results: list[ModeResult], title_suffix: str = ""):
 def main(argv: list[str] | None = None) -> None:
     from helpers.runtime.backends import BackendError, connect
 
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="python -m helpers.compare", description=__doc__.splitlines()[0])
     parser.add_argument("--n", type=int, default=50, help="trials per mode")
     parser.add_argument("--out", default="results", help="folder for results.json and charts.png")
     parser.add_argument("--max-tokens", type=int, default=GRID_TOKENS,

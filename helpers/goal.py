@@ -23,6 +23,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from helpers.contract import PLAIN_TEXT
 from helpers.instruction import FROM_INSTRUCTION, credentials, numbers, quoted
 from helpers.world.effects import Effect
+from helpers.world.passwords import concealing
 
 Fact = Literal["price", "stock", "SKU", "receipt URL"]
 MAX_QUANTITY = 10
@@ -43,6 +44,7 @@ class Lookup(BaseModel):
     fact: Fact
 
 
+@concealing
 class Goal(BaseModel):
     """What the user asked for. `order` None means: place no order."""
 
@@ -53,12 +55,13 @@ class Goal(BaseModel):
     order: Order | None
     find: list[Lookup] = Field(max_length=2)
 
-    def describe(self, password: str | None = None) -> str:
-        """The goal in the app's words, as the user is asked to confirm it: the password shown only in part, or
-        as `password` says (a message to the model says FROM_INSTRUCTION)."""
+    def describe(self) -> str:
+        """The goal in the app's words, as the user is asked to confirm it and as messages to the model quote it.
+        The password is named, never shown, not even in part: the user's answer, and the sign-in, tell whether the
+        model read it right."""
         parts = []
         if self.sign_in:
-            shown = password or f"the password {_masked(self.password)}"
+            shown = FROM_INSTRUCTION if self.password else "no password"
             parts.append(f"sign in as {self.username or '(no username)'} with {shown}")
         if self.order is not None:
             parts.append(f"order {self.order.quantity} x {self.order.product}")
@@ -89,7 +92,7 @@ class Goal(BaseModel):
         allowed = self.values_for(box)
         if text.casefold() not in {value.casefold() for value in allowed}:
             what = ", ".join(repr(v) for v in allowed) if box != PASSWORD_BOX else FROM_INSTRUCTION
-            return False, (f"the confirmed goal ({self.describe(FROM_INSTRUCTION)}) puts {what or 'nothing'} "
+            return False, (f"the confirmed goal ({self.describe()}) puts {what or 'nothing'} "
                            f"into the {box} box")
         return True, ""
 
@@ -98,13 +101,7 @@ class Goal(BaseModel):
         if effect.action == "place_order" and self.order is not None \
                 and effect.key == ("place_order", self.order.product, self.order.quantity):
             return True, ""
-        return False, f"{effect.describe()} is not in the confirmed goal ({self.describe(FROM_INSTRUCTION)})"
-
-
-def _masked(secret: str | None) -> str:
-    if not secret:
-        return "(none)"
-    return secret[0] + "*" * (len(secret) - 2) + secret[-1] if len(secret) > 2 else "**"
+        return False, f"{effect.describe()} is not in the confirmed goal ({self.describe()})"
 
 
 def mentioned(instruction: str, name: str) -> bool:
@@ -129,11 +126,12 @@ def goal_schema(instruction: str, catalogue: Iterable[str]) -> dict[str, Any]:
     products = [name for name in catalogue if mentioned(instruction, name)]
     quantities = sorted({1, *(n for n in numbers(instruction) if 1 <= n <= MAX_QUANTITY)})
     # Where the instruction backs up nothing, the field is null or the list empty: never an empty enum, which
-    # allows nothing and which one engine's converter turns into a grammar it cannot parse.
+    # allows nothing and which one engine's converter turns into a grammar it cannot parse. The empty list still
+    # types its items: OpenAI's strict mode refuses an array without them.
     words = spans(instruction)
     credential = {"anyOf": [{"type": "null"}, {"enum": words}]} if words else {"type": "null"}
     if not products:
-        order, find = {"type": "null"}, {"type": "array", "maxItems": 0}
+        order, find = {"type": "null"}, {"type": "array", "items": {"type": "null"}, "maxItems": 0}
     else:
         product = {"enum": products}
         order = {"anyOf": [{"type": "null"}, {

@@ -30,9 +30,10 @@ from typing import Any, Final, Literal
 
 from helpers.goal import Goal
 from helpers.instruction import quoted
-from helpers.loop import clicks, closed_call
-from helpers.steps import STEP_SCHEMA, TOOL_MODELS
-from helpers.world.screen import CampusStore, Element
+from helpers.runtime.schema_tree import resolve
+from helpers.screen_schema import clicks, closed_call
+from helpers.steps import NOTE_MAX_LENGTH, STEP_SCHEMA, TOOL_MODELS
+from helpers.world.store import CampusStore, Element
 
 NARROWINGS = ("clicks", "typing", "answers", "notes", "moves", "named_effects")
 HANDWRITTEN = ("focus", "no_repeat", "no_backtrack", "fields", "relevance", "order_first", "answer_when_shown",
@@ -128,13 +129,13 @@ NOTE_FACTS = 4
 
 
 def notes(facts: list[str]) -> dict[str, Any]:
-    """`note` is null, or facts seen on screens, as written there, joined by '; ': a note can only carry forward
-    what a screen showed."""
+    """`note` is null, or facts seen on screens, as written there, joined by '; ' and no longer than a `Step`'s
+    note: a note can only carry forward what a screen showed."""
     if not facts:
         return {"type": "null"}
     fact = "(?:" + "|".join(re.escape(f) for f in facts) + ")"
-    return {"anyOf": [{"type": "null"},
-                      {"type": "string", "pattern": f"^{fact}(?:; {fact}){{0,{NOTE_FACTS - 1}}}$"}]}
+    return {"anyOf": [{"type": "null"}, {"type": "string", "maxLength": NOTE_MAX_LENGTH,
+                                         "pattern": f"^{fact}(?:; {fact}){{0,{NOTE_FACTS - 1}}}$"}]}
 
 
 def moves(app: CampusStore, variants: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -350,22 +351,16 @@ def allowed_calls(schema: dict[str, Any]) -> Count:
         return MANY
     total = 0
     for variant in variants:
-        variant = _resolve(schema, variant)
+        variant = resolve(schema, variant)
         count = 1
         required = set(variant.get("required", []))
         for name, spec in variant.get("properties", {}).items():
-            options = _options(_resolve(schema, spec))
+            options = _options(resolve(schema, spec))
             if options is MANY:
                 return MANY
             count *= options if name in required else options + 1
         total += count
     return total
-
-
-def _resolve(schema: dict[str, Any], spec: dict[str, Any]) -> dict[str, Any]:
-    if "$ref" in spec:
-        return schema.get("$defs", STEP_SCHEMA["$defs"])[spec["$ref"].rsplit("/", 1)[1]]
-    return spec
 
 
 def _options(spec: dict[str, Any]) -> Count:

@@ -24,17 +24,17 @@ import copy
 import json
 import re
 from collections import Counter
-from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Protocol
 
 from helpers.contract import is_fallback
-from helpers.instruction import conceal
 from helpers.loop import execute, tool_output_message
-from helpers.steps import TOOL_MODELS, IntentKind, Step, model_errors
+from helpers.pydantic_contract import model_errors
+from helpers.steps import TOOL_MODELS, IntentKind, Step
 from helpers.world.effects import Effect, Ledger
-from helpers.world.screen import CampusStore
+from helpers.world.passwords import conceal, concealing
+from helpers.world.store import CampusStore
 
 # The keys of a step; the answer contract (which has a `status`) has its keys checked by the ladder.
 STEP_KEYS: tuple[str, ...] = tuple(Step.model_fields)
@@ -71,9 +71,14 @@ class AskedFor(Protocol):
 
 class HarnessBreach(AssertionError):
     """An irreversible effect ran that the user had not approved: a bug in the harness or the app, never a model's
-    doing; the run stops here."""
+    doing; the run stops here. `turn` is the turn that breached, as `governed_turn` returns one, for the record."""
+
+    def __init__(self, message: str, turn: tuple | None = None):
+        super().__init__(message)
+        self.turn = turn
 
 
+@concealing
 @dataclass(frozen=True)
 class Intent:
     kind: IntentKind
@@ -81,6 +86,7 @@ class Intent:
     args: dict
 
 
+@concealing
 @dataclass
 class Decision:
     allowed: bool
@@ -92,18 +98,23 @@ class Decision:
 
     def tool_output(self) -> str:
         verdict = "allowed" if self.allowed else f"rejected ({self.cause})"
-        return f'<tool_output tool="harness">\n{verdict}: {self.message}\n</tool_output>'
+        return tool_output_message("harness", f"{verdict}: {self.message}")["content"]
 
     def approved(self) -> Counter:
         """How many times each irreversible effect may run under this decision: once per approved effect."""
         return Counter(e.key for e in self.effects if e.irreversible and e.key in self.asked)
 
 
+@concealing
 @dataclass
 class Context:
     """What the checks need beyond the intent: who asks, what the app says an action would change, the user
     who may approve it, what the user asked for, the ledger of side effects, the budgets. `steps_used` counts
-    the proposals the harness has decided; `tokens_used` is kept by whoever calls the model."""
+    the replies the harness has decided; whoever calls the model reports each call's tokens with `charge`.
+
+    The prices are illustrative, per 1,000 tokens, a reply's tokens dearer than the prompt's (set your backend's):
+    with two prices, either budget can bind first, the token budget on long prompts, the cost budget on long
+    replies."""
 
     role: str = "shopper"
     effects_of: Callable[[str, dict], list[Effect]] | None = None
@@ -113,11 +124,19 @@ class Context:
     max_steps: int = 12
     max_tokens: int = 40_000
     max_cost_usd: float = 0.05
-    usd_per_1k_tokens: float = 0.0005
+    usd_per_1k_prompt: float = 0.0005
+    usd_per_1k_reply: float = 0.0015
     steps_used: int = 0
     tokens_used: int = 0
+    cost_usd: float = 0.0
+
+    def charge(self, prompt_tokens: int, reply_tokens: int) -> None:
+        """Count one call toward the token and cost budgets."""
+        self.tokens_used += prompt_tokens + reply_tokens
+        self.cost_usd += (prompt_tokens * self.usd_per_1k_prompt + reply_tokens * self.usd_per_1k_reply) / 1000
 
 
+@concealing
 @dataclass
 class Proposed:
     """What the harness read from a reply: the parsed data and every intent it expresses. For a single declared
@@ -274,9 +293,10 @@ def exhausted(ctx: Context) -> str | None:
     """Why the budgets allow no further step, or None; the loop asks this before it calls the model again."""
     if ctx.steps_used >= ctx.max_steps:
         return f"the step budget of {ctx.max_steps} is used up"
-    cost = ctx.tokens_used / 1000 * ctx.usd_per_1k_tokens
-    if ctx.tokens_used > ctx.max_tokens or cost > ctx.max_cost_usd:
-        return f"{ctx.tokens_used} tokens (${cost:.4f}) exceed the budget"
+    if ctx.tokens_used > ctx.max_tokens:
+        return f"{ctx.tokens_used} tokens exceed the token budget of {ctx.max_tokens}"
+    if ctx.cost_usd > ctx.max_cost_usd:
+        return f"${ctx.cost_usd:.4f} exceeds the cost budget of ${ctx.max_cost_usd:.2f}"
     return None
 
 
@@ -315,23 +335,26 @@ def user_approves(p: Proposed, ctx: Context) -> Decision | None:
 
 
 Check = Callable[[Proposed, Context], "Decision | None"]
-# What the reply says, read before anything is asked of the app: a verdict here concerns no side effect.
-READING_CHECKS: tuple[Check, ...] = (has_an_intent, one_intent, step_keys_only, no_silent_refusal, fallback_delivered,
-                                     nothing_to_run)
-# A single tool request, checked against what the app says it would change.
-REQUEST_CHECKS: tuple[Check, ...] = (declared_tool, required_arguments, valid_arguments, within_policy, typed_as_asked,
-                                     role_allows, within_budget, not_repeated, effect_asked_for, user_approves)
-CHECKS = READING_CHECKS + REQUEST_CHECKS
+# What the reply says, read before anything is asked of the app: a verdict here concerns no side effect. The budget
+# comes first: every reply counts, an answer, a question, a plan or an abort as much as a tool request.
+READING_CHECKS: tuple[Check, ...] = (within_budget, has_an_intent, one_intent, step_keys_only, no_silent_refusal,
+                                     fallback_delivered, nothing_to_run)
+# A single tool request: what it is (its tool, its arguments, the policy, the caller's role) ...
+REQUEST_CHECKS: tuple[Check, ...] = (declared_tool, required_arguments, valid_arguments, within_policy, role_allows)
+# ... and what it would change: typing only what was asked, nothing irreversible twice or unasked, and the user's
+# approval last, so that the user is asked only about what nothing else refused.
+EFFECT_CHECKS: tuple[Check, ...] = (typed_as_asked, not_repeated, effect_asked_for, user_approves)
+CHECKS = READING_CHECKS + REQUEST_CHECKS + EFFECT_CHECKS
 
 
-def decide(data: Any, ctx: Context, checks: tuple[Check, ...] = CHECKS) -> Decision:
+def decide(data: Any, ctx: Context, checks: tuple[Check, ...] = CHECKS, effects: list[Effect] | None = None) -> Decision:
     """Whether the harness acts on this parsed reply, and if not, the typed reason: the first verdict of `checks`.
 
-    A side effect that cannot be undone is put to `ctx.user`, described by the app (`ctx.effects_of`), not
-    by the model. Nothing else in the reply is read for permission. The effects of a refused tool request are
-    entered in the ledger as blocked.
+    A side effect that cannot be undone is put to `ctx.user`, described by the app, not by the model: by what a
+    trial of the step did (`effects`), or else by the app's own account (`ctx.effects_of`). Nothing else in the
+    reply is read for permission. The effects of a refused tool request are entered in the ledger as blocked.
     """
-    proposed = Proposed(data, read_intents(data), ctx.effects_of)
+    proposed = Proposed(data, read_intents(data), ctx.effects_of, effects)
     decision, by = None, None
     for check in checks:
         if (decision := check(proposed, ctx)) is not None:
@@ -355,8 +378,8 @@ class Tracer:
         self.path.parent.mkdir(parents=True, exist_ok=True)
 
     def write(self, turn: int, raw: str, ladder: Any, decision: Decision, seconds: float,
-              usage: dict | None, side_effects: list[dict] | None = None, secrets: Iterable[str] = ()) -> None:
-        """Append one turn's line; every secret in it (a password the user gave, typed or quoted) is concealed."""
+              usage: dict | None, side_effects: list[dict] | None = None) -> None:
+        """Append one turn's line, every known password in it concealed."""
         line = {"turn": turn, "raw": raw, "intent": asdict(decision.intent) if decision.intent else None,
                 "validation": {"parse_ok": ladder.parse_ok, "errors": ladder.errors},
                 "repair": {"attempted": ladder.repair_attempted, "raw": ladder.repair_raw,
@@ -365,7 +388,7 @@ class Tracer:
                 "decision": {"allowed": decision.allowed, "cause": decision.cause, "message": decision.message},
                 "side_effects": side_effects or [], "seconds": round(seconds, 3), "usage": usage}
         with self.path.open("a") as trace:
-            trace.write(conceal(json.dumps(line), secrets) + "\n")
+            trace.write(conceal(json.dumps(line)) + "\n")
 
 
 def summarize_trace(path: Path | str) -> dict:
@@ -408,39 +431,44 @@ def dry_run(step: Step, app: CampusStore) -> list[Effect]:
     return trial.effects[since:]
 
 
-def check_what_ran(executed: list[Effect], decision: Decision) -> None:
-    """The second line: no irreversible effect ran more often than the user approved it. The first line (the dry
-    run in `governed_turn`) refuses such a step before it runs, so this fires only on a bug in the app or here."""
+def check_what_ran(executed: list[Effect], decision: Decision, turn: tuple | None = None) -> None:
+    """The second line: no irreversible effect ran more often than the user approved it. The first line (the
+    decision on the trial's effects in `governed_turn`) refuses such a step before it runs, so this fires only on a
+    bug in the app or here."""
     if over := unapproved(executed, decision):
-        raise HarnessBreach(f"ran without approval: {'; '.join(e.describe() for e in over)}")
+        raise HarnessBreach(f"ran without approval: {'; '.join(e.describe() for e in over)}", turn)
 
 
-def governed_turn(data: dict, app: CampusStore, ctx: Context, user: User) -> tuple[dict, Decision, str]:
-    """One pass: decide, then dispatch or refuse; the model's step never reaches the app but through the harness.
+def governed_turn(data: Any, app: CampusStore, ctx: Context, user: User) -> tuple[dict | None, Decision, str]:
+    """One pass; the model's step never reaches the app but through the harness. Decide what the reply is (one step?
+    a declared tool, valid arguments, the policy, the role, the budget); for a tool request, try it on a copy of the
+    app and decide on what the trial did (typing only what was asked, nothing irreversible twice or unasked), the user
+    asked last, about what would really happen; then dispatch or refuse.
 
-    Returns the step, the harness's decision, and the text that goes back to the model ("" when the step ends the
-    run: an answer or an abort). Every side effect the app reports is entered in `ctx.ledger`, asked for or not.
+    Returns the step (None when the reply is not one step), the harness's decision, and the text that goes back to
+    the model ("" when the step ends the run: an answer or an abort). Every reply counts toward the step budget.
+    Every side effect the app reports is entered in `ctx.ledger`, asked for or not.
     """
-    step = Step.model_validate(data)
-    decision = decide(data, ctx)
+    decision = decide(data, ctx, READING_CHECKS + REQUEST_CHECKS)
     ctx.steps_used += 1
+    if decision.allowed and (errors := model_errors(Step, data)):
+        decision = refuse("malformed_structure", f"not one step: {'; '.join(errors[:3])}")
+    step = Step.model_validate(data) if not model_errors(Step, data) else None
     if decision.allowed and decision.intent.kind == "tool_request":
-        if over := unapproved(dry_run(step, app), decision):
-            said = "; ".join(e.describe() for e in over)
-            decision = Decision(False, "unapproved_effect", f"not approved: {said}", decision.intent, decision.effects)
-            for effect in over:
-                ctx.ledger.blocked(effect, decision.cause)
+        decision = decide(data, ctx, EFFECT_CHECKS, effects=dry_run(step, app))
+    shown = step.model_dump() if step else None
     if not decision.allowed:
-        return step.model_dump(), decision, decision.tool_output()
+        return shown, decision, decision.tool_output()
     kind = decision.intent.kind
     if kind == "tool_request":
         since = len(app.effects)
         result = execute(step, app)
         record_effects(app, since, ctx, lambda e: e.key in decision.asked)
-        check_what_ran(app.effects[since:], decision)
-        return step.model_dump(), decision, tool_output_message(step.tool_call.tool_name, result)["content"]
+        output = tool_output_message(step.tool_call.tool_name, result)["content"]
+        check_what_ran(app.effects[since:], decision, (shown, decision, output))
+        return shown, decision, output
     if kind == "clarification":
-        return step.model_dump(), decision, tool_output_message("ask_user", user.reply(step.tool_call.question))["content"]
+        return shown, decision, tool_output_message("ask_user", user.reply(step.tool_call.question))["content"]
     if kind == "plan_update":
-        return step.model_dump(), decision, tool_output_message("update_plan", PLAN_NOTED)["content"]
-    return step.model_dump(), decision, ""
+        return shown, decision, tool_output_message("update_plan", PLAN_NOTED)["content"]
+    return shown, decision, ""

@@ -1,4 +1,4 @@
-"""What the user's instruction spells out: the phrases notebook 04's harness lets an agent type, and its secrets.
+"""What the user's instruction spells out: the phrases notebook 04's harness lets an agent type.
 
 The instruction is the one text in an episode that comes from the user. Everything on a screen is untrusted;
 so is everything the model writes. These functions read the instruction alone, with rules that name no task:
@@ -15,12 +15,11 @@ instruction into a typed goal that the user confirms (`helpers.goal`), and uses 
 """
 from __future__ import annotations
 
-import json
 import re
-from collections.abc import Iterable
 from dataclasses import dataclass
 
 from helpers.world.effects import Effect
+from helpers.world.passwords import conceal
 
 QUOTED = re.compile(r"(?<![\w])'([^']+)'(?![\w])|\"([^\"]+)\"")
 NUMBER = re.compile(r"(?<![\w.$])\d+(?![\w.])")
@@ -78,20 +77,6 @@ def passwords(instruction: str) -> list[str]:
     return [value for value, box in credentials(instruction).items() if box == "Password"]
 
 
-def conceal(text: str, secrets: Iterable[str]) -> str:
-    """`text` with every secret in it replaced by FROM_INSTRUCTION, as written and as JSON writes it, longest first
-    (so that a secret inside another goes with it)."""
-    for secret in sorted({s for s in secrets if s}, key=len, reverse=True):
-        for spelling in dict.fromkeys([secret, json.dumps(secret)[1:-1]]):
-            text = text.replace(spelling, f"[{FROM_INSTRUCTION}]")
-    return text
-
-
-def concealed(text: str, instruction: str) -> str:
-    """`text` with every password of the instruction in it replaced by FROM_INSTRUCTION."""
-    return conceal(text, passwords(instruction))
-
-
 def typing_asked_for(instruction: str, text: str, field: str) -> tuple[bool, str]:
     """Whether typing `text` into the box `field` is what the instruction asks for, and if not, why not. The reason
     names no password: it goes back to the model and into traces."""
@@ -102,7 +87,7 @@ def typing_asked_for(instruction: str, text: str, field: str) -> tuple[bool, str
     if text not in phrases(instruction):
         secret = set(passwords(instruction))
         sayable = [repr(p) for p in phrases(instruction) if p not in secret] + [FROM_INSTRUCTION] * bool(secret)
-        return False, (f"'{concealed(text, instruction)}' is not in the user's instruction; type only what it says: "
+        return False, (f"'{conceal(text)}' is not in the user's instruction; type only what it says: "
                        f"{', '.join(sayable) or 'nothing'}")
     return True, ""
 

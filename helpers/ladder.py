@@ -15,7 +15,10 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Literal
 
 from helpers.contract import ANSWER_JSON_SCHEMA, ANSWER_TOKENS, format_error, parse_json_object, validate_answer
-from helpers.steps import STEP_SCHEMA, Step, model_errors
+from helpers.runtime.replies import Reply
+from helpers.pydantic_contract import model_errors
+from helpers.steps import STEP_SCHEMA, Step
+from helpers.world.passwords import concealing
 
 EMPTY_REPLY = "empty_model_response"
 INVALID_AFTER_REPAIR = "valid_json"
@@ -39,12 +42,7 @@ ANSWER_CONTRACT = Contract("final answer", ANSWER_JSON_SCHEMA, validate_answer, 
 STEP_CONTRACT = Contract("Holo3 step", STEP_SCHEMA, lambda data: model_errors(Step, data), step_fallback)
 
 
-@dataclass
-class Reply:
-    text: str
-    usage: dict | None = None
-
-
+@concealing
 @dataclass
 class LadderRecord:
     raw: str
@@ -82,13 +80,15 @@ def repair_messages(raw: str, errors: list[str], contract: Contract, specific: b
                     prompt: RepairPrompt = "plain") -> list[dict]:
     """The one repair request: the problems (or, vague, only that there were some) and the original reply.
 
-    `plain` is the NIM workshop's short prompt as its text shows it (its repository's version also restates the
-    required keys and enums); `schema` restates the contract as its JSON Schema and asks to add no fact.
+    `plain` is the NIM workshop's short prompt, word for word as its text shows it (its repository's version also
+    restates the required keys and enums), `errors` written as the Python list the source's f-string writes; its
+    `/no_think` is the backend's to add (`model_repair` applies the profile's system prompt), since only Nemotron
+    models read it. `schema` restates the contract as its JSON Schema and asks to add no fact.
     """
     if prompt == "plain":
-        problems = "; ".join(errors) if specific else "it is not valid"
+        problems = errors if specific else ["it is not valid"]
         return [{"role": "system", "content": "You fix malformed JSON. Return ONLY a valid JSON object."},
-                {"role": "user", "content": f"Problems: {problems}. Preserve all facts. Original: {raw}. "
+                {"role": "user", "content": f"Problems: {problems}. Preserve all facts. Original:\n{raw}\n\n"
                                             "Return corrected JSON only."}]
     if specific:
         problems = "These problems were found:\n" + "\n".join(f"- {e}" for e in errors)
@@ -141,13 +141,15 @@ def _fallback(record: LadderRecord, contract: Contract, cause: str, started: flo
 
 def model_repair(conn, max_tokens: int = ANSWER_TOKENS, schema: dict | None = None) -> Callable[[list[dict]], Reply]:
     """A repair function that asks `conn`'s model at temperature 0: prompt-only, or guided by `schema` in the
-    backend's own dialect when one is given (a backend that speaks none sends it in the prompt alone)."""
+    backend's own dialect when one is given (a backend that speaks none sends it in the prompt alone). The system
+    message gets the backend's own preamble (`/no_think` for a Nemotron model, which otherwise reasons until
+    `max_tokens`), as every other request of the workshop does."""
     guided = conn.profile.guided(schema, name="repair") if schema is not None else {}
 
     def repair(messages: list[dict]) -> Reply:
-        reply = conn.client.chat.completions.create(model=conn.model, messages=messages, temperature=0,
-                                                    max_tokens=max_tokens, **guided)
-        usage = reply.usage.model_dump() if reply.usage else None
-        return Reply(reply.choices[0].message.content or "", usage)
+        messages = [{**m, "content": conn.profile.system_prompt(m["content"])} if m["role"] == "system" else m
+                    for m in messages]
+        return Reply.of(conn.client.chat.completions.create(model=conn.model, messages=messages, temperature=0,
+                                                            max_tokens=max_tokens, **guided))
 
     return repair

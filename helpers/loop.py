@@ -1,30 +1,36 @@
 """The Holo3 JSON agent loop: one schema-constrained step per turn, as the Holo3 docs run it.
 
 Each turn: an `<observation>` user message (text, PNG screenshot, text; plus the screen
-as text), older screenshots evicted; a model that reads text only gets the same wrapper
-with the screen text in place of the screenshot, and nothing to evict. The model is asked for one step
-(schema in the system prompt *and* in the request's guided-JSON field; no `tools`),
-the step validated with `Step`, its canonical JSON stored as the assistant message, and
-the tool's result returned as a user `<tool_output>` message. `answer` ends the run.
+as text), the three newest screens kept (older screenshots evicted, and the screen text that stands in for them for
+a model that reads text only). The model is asked for one step (schema in the system prompt *and* in the request's
+guided-JSON field; no `tools`), the step validated with `Step` and against the schema the turn sent, its canonical
+JSON stored as the assistant message, and the tool's result returned as a user `<tool_output>` message. `answer`
+ends the run. Notebook 06 runs its governed agent through this same loop (`run_turns`).
 """
 from __future__ import annotations
 
 import base64
 import copy
+import html
 import json
+import re
 import time
-from dataclasses import asdict, dataclass, field
-from pathlib import Path
-from collections.abc import Iterable
-from typing import Any, Callable, Protocol
+from dataclasses import dataclass, field
+from typing import Callable, Protocol
 
+from jsonschema import Draft202012Validator
+from jsonschema.exceptions import best_match
 from pydantic import ValidationError
 
+from helpers.runtime.replies import Reply
+from helpers.runtime.strict_subset import left_out_nulls
 from helpers.steps import STEP_SCHEMA, STEP_TOKENS, Step, dispatch, render_tool_list
-from helpers.world.screen import CLICKABLE, CampusStore
+from helpers.world.passwords import concealing
+from helpers.world.store import CampusStore
 from helpers.world.tasks import Task, instruction, start_app, succeeded
 
 EVICTED = "[screenshot evicted]"
+SCREEN_TEXT = re.compile(r"\n<screen_text>\n.*?\n</screen_text>", re.DOTALL)
 BUDGET_EXHAUSTED = "step budget exhausted"
 SYSTEM_PROMPT = """You operate the Northfield Campus Store app for a user, one action per turn.
 Each turn you see the screen. Reply with one JSON object: "note" (new facts to remember for later steps, \
@@ -50,7 +56,7 @@ def observation_message(app: CampusStore, screen_text: bool = True, image: bool 
     reconstruction of the Holo3 one). Without `image`, for a model that reads text only, one plain string: the same
     wrapper with the screen text in place of the screenshot, whatever `screen_text` says (a text-only server refuses
     image parts, and llama-cpp-python's refuses any list of parts)."""
-    screen = f"\n<screen_text>\n{app.accessibility_tree()}\n</screen_text>"
+    screen = f"\n<screen_text>\n{framed(app.accessibility_tree())}\n</screen_text>"
     if not image:
         return {"role": "user", "content": f"<observation>{screen}\n</observation>"}
     data_url = "data:image/png;base64," + base64.b64encode(app.png()).decode()
@@ -60,8 +66,14 @@ def observation_message(app: CampusStore, screen_text: bool = True, image: bool 
                                         {"type": "text", "text": closing}]}
 
 
+def framed(text: str) -> str:
+    """Text from a page, a tool or a person, made safe to place inside the observation's tags: it can neither close
+    `</screen_text>` nor open a `<tool_output>` of its own (pages are untrusted input; a notice may try)."""
+    return html.escape(text, quote=False)
+
+
 def tool_output_message(tool_name: str, result: str) -> dict:
-    return {"role": "user", "content": f'<tool_output tool="{tool_name}">\n{result}\n</tool_output>'}
+    return {"role": "user", "content": f'<tool_output tool="{framed(tool_name)}">\n{framed(result)}\n</tool_output>'}
 
 
 def trim_to_last_n_images(messages: list[dict], n: int = 3) -> list[dict]:
@@ -78,40 +90,45 @@ def trim_to_last_n_images(messages: list[dict], n: int = 3) -> list[dict]:
     return trimmed
 
 
-@dataclass
-class Proposal:
-    raw: str
-    usage: dict | None = None
-    timings: dict | None = None
-    finish_reason: str | None = None
-    seconds: float = 0.0  # how long the policy took to propose it (the loop times it)
+def evict_screen_text(messages: list[dict], keep: int) -> list[dict]:
+    """Drop the screen text of every observation but the `keep` newest, as their screenshots are: for a text-only
+    model the screen text is the screenshot, and it goes as one would (with a screenshot, the change lands where the
+    eviction already broke the cache)."""
+    trimmed, seen = [], 0
+    for message in reversed(messages):
+        content = message.get("content")
+        texts = [content] if isinstance(content, str) else [p.get("text") or "" for p in content or []]
+        if message.get("role") == "user" and any(SCREEN_TEXT.search(text) for text in texts):
+            seen += 1
+            if seen > keep:
+                content = SCREEN_TEXT.sub("", content) if isinstance(content, str) else [
+                    {**part, "text": SCREEN_TEXT.sub("", part["text"])} if part.get("type") == "text" else part
+                    for part in content]
+                message = {**message, "content": content}
+        trimmed.append(message)
+    return trimmed[::-1]
 
 
 class Policy(Protocol):
     name: str
     sees_images: bool  # whether the observations it reads carry the screenshot
 
-    def propose(self, messages: list[dict], app: CampusStore, schema: dict | None = None) -> Proposal:
-        """The next step as raw text; `schema`, when given, is this turn's schema (a model is guided by it)."""
+    def propose(self, messages: list[dict], app: CampusStore, schema: dict) -> Reply:
+        """The next step as raw text; `schema` is this turn's schema (a model is guided by it)."""
 
 
 class ModelPolicy:
-    """Ask a model through a `helpers.runtime.backends.Connection`, the schema enforced in the backend's own dialect."""
+    """Ask a model through a `helpers.runtime.backends.Connection`, the turn's schema enforced in the backend's own
+    dialect."""
 
-    def __init__(self, conn, schema_for: Callable[[CampusStore], dict] = lambda app: STEP_SCHEMA,
-                 temperature: float = 0.0, seed: int | None = 0, max_tokens: int = STEP_TOKENS):
-        self.conn, self.schema_for = conn, schema_for
-        self.temperature, self.seed, self.max_tokens = temperature, seed, max_tokens
+    def __init__(self, conn, temperature: float = 0.0, seed: int | None = 0, max_tokens: int = STEP_TOKENS):
+        self.conn, self.temperature, self.seed, self.max_tokens = conn, temperature, seed, max_tokens
         self.name, self.sees_images = conn.model, conn.profile.sees_images
 
-    def propose(self, messages: list[dict], app: CampusStore, schema: dict | None = None,
-                max_tokens: int | None = None) -> Proposal:
-        reply = self.conn.client.chat.completions.create(
+    def propose(self, messages: list[dict], app: CampusStore, schema: dict, max_tokens: int | None = None) -> Reply:
+        return Reply.of(self.conn.client.chat.completions.create(
             model=self.conn.model, messages=messages, temperature=self.temperature, seed=self.seed,
-            max_tokens=max_tokens or self.max_tokens,
-            **self.conn.profile.guided(schema or self.schema_for(app), name="step"))
-        return Proposal(reply.choices[0].message.content or "", reply.usage.model_dump() if reply.usage else None,
-                        (reply.model_extra or {}).get("timings"), reply.choices[0].finish_reason)
+            max_tokens=max_tokens or self.max_tokens, **self.conn.profile.guided(schema, name="step")))
 
 
 class ScriptedProposer:
@@ -122,33 +139,36 @@ class ScriptedProposer:
     def __init__(self, policy, sees_images: bool = True):
         self.policy, self.name, self.sees_images = policy, policy.name, sees_images
 
-    def propose(self, messages: list[dict], app: CampusStore, schema: dict | None = None) -> Proposal:
-        return Proposal(self.policy.next_step(app).model_dump_json())
+    def propose(self, messages: list[dict], app: CampusStore, schema: dict | None = None) -> Reply:
+        return Reply(self.policy.next_step(app).model_dump_json())
 
 
+@concealing
 @dataclass
 class Turn:
-    """One turn as a trace keeps it. The loop of this notebook fills the first part; the governed agent
-    (notebook 06) also records the repair ladder's rung, the harness's decision and the side effects."""
+    """One turn as a trace keeps it. What the turn made of the reply comes first (the step, None when the reply was
+    not one, and what went back to the model; under notebook 06's harness also the ladder's rung, the decision, the
+    side effects and how many calls the turn's schema allowed); the loop adds what was seen and what it cost."""
 
-    screen_text: str
-    screenshot_png_b64: str
-    raw: str
     step: dict | None
     tool_output: str
-    seconds: float
-    usage: dict | None
-    finish_reason: str | None
     error: str | None = None
-    timings: dict | None = None
-    images_in_prompt: int | None = None
-    prompt_tokens: int | None = None
     rung: str | None = None
     decision: dict | None = None
     side_effects: list[dict] = field(default_factory=list)
     allowed_calls: int | str | None = None  # calls the turn's schema allowed, "many" with free text; None: not counted
+    screen_text: str = ""
+    screenshot_png_b64: str = ""
+    raw: str = ""
+    seconds: float = 0.0
+    usage: dict | None = None
+    finish_reason: str | None = None
+    timings: dict | None = None
+    images_in_prompt: int | None = None
+    prompt_tokens: int | None = None
 
 
+@concealing
 @dataclass
 class Trajectory:
     task_id: str
@@ -160,15 +180,6 @@ class Trajectory:
     answer: str | None = None
     outcome: str = ""
     success: bool = False
-
-    def save(self, path: Path | str) -> None:
-        Path(path).write_text(json.dumps(asdict(self)))
-
-    @classmethod
-    def load(cls, path: Path | str) -> "Trajectory":
-        data = json.loads(Path(path).read_text())
-        data["turns"] = [Turn(**t) for t in data["turns"]]
-        return cls(**data)
 
 
 def app_handlers(app: CampusStore) -> dict[str, Callable[..., str]]:
@@ -189,39 +200,24 @@ def count_images(messages: list[dict]) -> int:
                for part in m["content"])
 
 
-@dataclass
-class Acted:
-    """What a turn made of the model's proposal: the step (None when it was not one) and what went back to the
-    model; under a harness (notebook 06) also the ladder's rung, the decision, the side effects it recorded, and
-    how many calls the turn's schema allowed."""
-
-    step: dict | None
-    tool_output: str
-    error: str | None = None
-    rung: str | None = None
-    decision: dict | None = None
-    side_effects: list[dict] = field(default_factory=list)
-    allowed_calls: int | None = None
-
-
-def ending(acted: Acted) -> str | None:
+def ending(turn: Turn) -> str | None:
     """How a turn ends the run: an answer or an abort that was carried out; None when the run goes on."""
-    if acted.step is None or (acted.decision is not None and not acted.decision["allowed"]):
+    if turn.step is None or (turn.decision is not None and not turn.decision["allowed"]):
         return None
-    return {"answer": "answered", "abort": "aborted"}.get(acted.step["tool_call"]["tool_name"])
+    return {"answer": "answered", "abort": "aborted"}.get(turn.step["tool_call"]["tool_name"])
 
 
-def run_turns(policy: Policy, app: CampusStore, messages: list[dict], act: Callable[[Proposal, dict | None], Acted],
+def run_turns(policy: Policy, app: CampusStore, messages: list[dict], act: Callable[[Reply, dict], Turn],
               max_steps: int, keep_images: int = 3, screen_text: bool = True,
-              schema_for: Callable[[CampusStore], dict | None] = lambda app: None,
-              forget: Callable[[list[dict]], list[dict]] = lambda messages: messages,
+              schema_for: Callable[[CampusStore], dict] = lambda app: STEP_SCHEMA,
               halt: Callable[[], str | None] = lambda: None) -> tuple[list[Turn], str]:
-    """The loop every episode runs: observe, propose, act, until a step ends the run or the budget does.
+    """The loop every episode runs, notebook 03's and each of notebook 06's: observe, propose, act, until a step
+    ends the run or the budget does.
 
-    `act(proposal, schema)` validates the proposal, runs it (or not) and extends `messages`; `schema_for(app)` is
-    the turn's schema (None: the policy's own); `forget` drops what an older turn's observation no longer needs;
-    `halt()` says why no further step may be asked for (a harness's budget). Returns the turns and the outcome:
-    answered, aborted, or why the budget stopped the run."""
+    Each turn the conversation keeps the `keep_images` newest screens (screenshots, and the screen text that stands
+    in for them); `schema_for(app)` is the schema the turn sends; `act(reply, schema)` checks the reply against it,
+    runs it (or not), extends `messages` and returns the turn; `halt()` says why no further step may be asked for (a
+    harness's budget). Returns the turns and the outcome: answered, aborted, or why the budget stopped the run."""
     turns: list[Turn] = []
     for _ in range(max_steps):
         if why := halt():
@@ -229,50 +225,75 @@ def run_turns(policy: Policy, app: CampusStore, messages: list[dict], act: Calla
         screenshot, screen = base64.b64encode(app.png()).decode(), app.accessibility_tree()
         # a text-only policy gets the screen as text, and its conversation has no image to trim
         observation = observation_message(app, screen_text, policy.sees_images)
-        messages[:] = forget(trim_to_last_n_images([*messages, observation], keep_images))
+        messages[:] = evict_screen_text(trim_to_last_n_images([*messages, observation], keep_images), keep_images)
         schema, images = schema_for(app), count_images(messages)
         started = time.perf_counter()
-        proposal = policy.propose(messages, app, schema)
-        proposal.seconds = time.perf_counter() - started
-        acted = act(proposal, schema)
-        turns.append(Turn(screen, screenshot, proposal.raw, acted.step, acted.tool_output,
-                          round(time.perf_counter() - started, 3), proposal.usage, proposal.finish_reason,
-                          error=acted.error, timings=proposal.timings, images_in_prompt=images,
-                          prompt_tokens=(proposal.usage or {}).get("prompt_tokens"), rung=acted.rung,
-                          decision=acted.decision, side_effects=acted.side_effects,
-                          allowed_calls=acted.allowed_calls))
-        if ended := ending(acted):
+        reply = policy.propose(messages, app, schema)
+        reply.seconds = time.perf_counter() - started
+        turn = act(reply, schema)
+        turn.screen_text, turn.screenshot_png_b64, turn.raw = screen, screenshot, reply.text
+        turn.seconds, turn.usage, turn.finish_reason = round(time.perf_counter() - started, 3), reply.usage, \
+            reply.finish_reason
+        turn.timings, turn.images_in_prompt = reply.timings, images
+        turn.prompt_tokens = (reply.usage or {}).get("prompt_tokens")
+        turns.append(turn)
+        if ended := ending(turn):
             return turns, ended
     return turns, BUDGET_EXHAUSTED
 
 
 def run_episode(policy: Policy, task: Task, seed: int = 0, max_steps: int = 12, keep_images: int = 3,
-                screen_text: bool = True, schema: dict = STEP_SCHEMA) -> Trajectory:
-    """Run `policy` on `task` until it answers or the step budget runs out."""
+                screen_text: bool = True,
+                schema_for: Callable[[CampusStore], dict] = lambda app: STEP_SCHEMA) -> Trajectory:
+    """Run `policy` on `task` until it answers or the step budget runs out; `schema_for(app)` is the schema each
+    turn sends (the system prompt keeps the fixed `Step` schema, so its cached prefix stays the same)."""
     app = start_app(task, seed)
     text = instruction(task, app)
     record = Trajectory(task.id, seed, policy.name, text)
-    record.messages = [{"role": "system", "content": system_prompt(schema)}, {"role": "user", "content": f"Task: {text}"}]
+    record.messages = [{"role": "system", "content": system_prompt()}, {"role": "user", "content": f"Task: {text}"}]
 
-    def act(proposal: Proposal, turn_schema: dict | None) -> Acted:
-        step, error, result = apply_step(proposal, app, record.messages)
-        return Acted(step, result, error)
+    def act(reply: Reply, schema: dict) -> Turn:
+        step, error, result = apply_step(reply, app, record.messages, schema)
+        return Turn(step, result, error)
 
-    record.turns, record.outcome = run_turns(policy, app, record.messages, act, max_steps, keep_images, screen_text)
+    record.turns, record.outcome = run_turns(policy, app, record.messages, act, max_steps, keep_images, screen_text,
+                                             schema_for)
     if record.outcome == "answered":
         record.answer = record.turns[-1].step["tool_call"]["content"]
     record.success = succeeded(task, app, record.answer)
     return record
 
 
-def apply_step(proposal: Proposal, app: CampusStore, messages: list[dict]) -> tuple[dict | None, str | None, str]:
-    """Validate the proposal, run it, and extend the conversation the way the Holo3 docs do."""
+def schema_problems(raw: str, schema: dict) -> list[str]:
+    """Why `raw` is not a reply `schema` allows ([] when it is): the check guided decoding makes on the server,
+    made again on the client, which checks what it asked the server to enforce (a reply that did not come through
+    a guided server, a script's or a replay's, meets it here first). A null the strict rewrite of the schema let
+    stand for a property left out reads as left out."""
     try:
-        step = Step.model_validate_json(proposal.raw)
+        data = json.loads(raw)
+    except ValueError as exc:
+        return [f"not JSON: {exc}"]
+    error = best_match(Draft202012Validator(schema).iter_errors(left_out_nulls(schema, data)))
+    if error is None:
+        return []
+    where = "/".join(str(part) for part in error.absolute_path) or "the step"
+    return [f"{where}: not allowed on this turn ({error.message[:160]})"]
+
+
+def apply_step(reply: Reply, app: CampusStore, messages: list[dict],
+               schema: dict | None = None) -> tuple[dict | None, str | None, str]:
+    """Validate the reply (a `Step`, and one the turn's `schema` allows), run it, and extend the conversation the way
+    the Holo3 docs do: the canonical step as the assistant's message, the tool's result as a user message."""
+    try:
+        step = Step.model_validate_json(reply.text)
     except ValidationError as exc:
         first = exc.errors()[0]
         error = f"invalid step: {first['msg']} at {'.'.join(map(str, first['loc'])) or 'the top level'}"
-        messages.append({"role": "assistant", "content": proposal.raw})
+    else:
+        problems = schema_problems(reply.text, schema) if schema is not None else []
+        error = f"invalid step: {problems[0]}" if problems else None
+    if error is not None:
+        messages.append({"role": "assistant", "content": reply.text})
         messages.append(tool_output_message("error", error))
         return None, error, error
     result = execute(step, app)
@@ -280,24 +301,3 @@ def apply_step(proposal: Proposal, app: CampusStore, messages: list[dict]) -> tu
     if step.tool_call.tool_name not in ("answer", "abort"):
         messages.append(tool_output_message(step.tool_call.tool_name, result))
     return step.model_dump(), None, result
-
-
-def closed_call(tool: str, properties: dict[str, Any], required: Iterable[str] | None = None) -> dict[str, Any]:
-    """One tool call with nothing left open: these arguments, no others."""
-    properties = {"tool_name": {"const": tool}, **properties}
-    return {"type": "object", "additionalProperties": False, "properties": properties,
-            "required": list(required if required is not None else properties)}
-
-
-def clicks(app: CampusStore) -> list[dict[str, Any]]:
-    """One click per element on this screen, its name and centre fixed."""
-    return [closed_call("click", {"element": {"const": el.name}, "x": {"const": el.grid_center()[0]},
-                                  "y": {"const": el.grid_center()[1]}})
-            for el in app.elements() if el.role in CLICKABLE]
-
-
-def per_screen_schema(app: CampusStore) -> dict[str, Any]:
-    """The Step schema with `click` narrowed to the elements on this screen, each with its coordinates fixed."""
-    schema = copy.deepcopy(STEP_SCHEMA)
-    schema["$defs"]["ClickArgs"] = {"anyOf": clicks(app)}
-    return schema

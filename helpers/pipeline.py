@@ -13,15 +13,15 @@ from typing import Any, Callable
 from helpers.assistant import ASK_TOKENS, messages_for
 from helpers.contract import format_error, validate_answer
 from helpers.harness import Context, Decision, Tracer, decide
-from helpers.ladder import ANSWER_CONTRACT, LadderRecord, Reply, climb
+from helpers.ladder import ANSWER_CONTRACT, LadderRecord, climb
+from helpers.runtime.replies import Reply, total_usage
 
 
 def ask(conn, question: dict, max_tokens: int = ASK_TOKENS) -> Reply:
     """One prompt-only request at temperature 0: the contract lives in the prompt alone."""
-    reply = conn.client.chat.completions.create(
+    return Reply.of(conn.client.chat.completions.create(
         model=conn.model, messages=messages_for(question, conn.profile.system_prompt), temperature=0,
-        max_tokens=max_tokens, **conn.profile.prompt_only())
-    return Reply(reply.choices[0].message.content or "", reply.usage.model_dump() if reply.usage else None)
+        max_tokens=max_tokens, **conn.profile.prompt_only()))
 
 
 @dataclass
@@ -59,14 +59,6 @@ def answer_question(conn, question: dict, repair: Callable[[list[dict]], Reply] 
     started = time.perf_counter()
     reply = ask(conn, question, max_tokens)
     return settle(reply, repair, specific, tracer=tracer, turn=turn, asked_seconds=time.perf_counter() - started)
-
-
-def total_usage(usages: list[dict | None]) -> dict | None:
-    """Token counts summed over the turn's calls; None when any call reported none (never fake zeros)."""
-    if any(u is None for u in usages):
-        return None
-    keys = ("prompt_tokens", "completion_tokens", "total_tokens")
-    return {k: sum(u.get(k) or 0 for u in usages) for k in keys}
 
 
 def missing_matches(expected: list[str], actual: Any) -> bool:

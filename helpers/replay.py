@@ -13,7 +13,7 @@ from helpers.harness import Context
 from helpers.loop import execute
 from helpers.steps import Step
 from helpers.world.effects import Ledger
-from helpers.world.screen import CampusStore
+from helpers.world.store import CampusStore
 from helpers.world.scripted_policy import ScriptedPolicy
 from helpers.world.tasks import Task, start_app, task_goal
 from helpers.world.users import SimulatedUser

@@ -1,4 +1,4 @@
-"""The contract as Pydantic models, and the Holo3 agent step: one JSON object per step, a tool call inside."""
+"""The Holo3 agent step: one JSON object per step, a flat tool call inside, its tools a discriminated union."""
 
 from __future__ import annotations
 
@@ -7,24 +7,12 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Annotated, Any, ClassVar, Literal, Union
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, Field, model_validator
 
-from helpers.contract import (
-    ANSWER_MAX_LENGTH,
-    ENUMS,
-    ITEM_TEXT_MAX_LENGTH,
-    MAX_LIST_ENTRIES,
-    PLAIN_TEXT,
-    SHORT_TEXT_MAX_LENGTH,
-    Category,
-    Status,
-    json_path,
-    not_plain,
-    too_long,
-    wrong_type,
-    wrong_value,
-)
+from helpers.contract import ANSWER_MAX_LENGTH, PLAIN_TEXT
+from helpers.pydantic_contract import CLOSED, plain_text
 from helpers.runtime.paths import DATA
+from helpers.runtime.strict_subset import left_out_nulls
 
 # Every free text is plain (printable ASCII without " or \\) and bounded, so that the longest valid step fits
 # in STEP_TOKENS (helpers.bounds counts it): a guided step can always close.
@@ -41,46 +29,11 @@ STEP_TOKENS = 384
 # What each tool means to the harness: an action on the app, or one of the four intents that end or steer a run.
 IntentKind = Literal["tool_request", "final_answer", "clarification", "plan_update", "abort"]
 
-# strict: "932" is not 932 and "true" is not True, exactly as in JSON Schema.
-# extra="forbid": additionalProperties false, which a guided tiny model needs to stop.
-_CLOSED = ConfigDict(extra="forbid", strict=True)
-
-def plain_text(limit: int, description: str | None = None) -> Any:
-    """A bounded plain-text field: at most `limit` characters of printable ASCII without " or \\."""
-    return Field(max_length=limit, pattern=PLAIN_TEXT, description=description)
-
-
-ShortText = Annotated[str, plain_text(SHORT_TEXT_MAX_LENGTH)]
-ItemText = Annotated[str, plain_text(ITEM_TEXT_MAX_LENGTH)]
-
-
-class Item(BaseModel):
-    """One short fact of an answer: what it is about, and what it says."""
-
-    model_config = _CLOSED
-
-    name: ItemText
-    value: ItemText
-
-
-class Answer(BaseModel):
-    """The campus assistant's final answer."""
-
-    model_config = _CLOSED
-
-    status: Status
-    answer: str = plain_text(ANSWER_MAX_LENGTH)
-    category: Category
-    items: list[Item] = Field(max_length=MAX_LIST_ENTRIES)
-    missing: list[ShortText] = Field(max_length=MAX_LIST_ENTRIES)
-    sources: list[ShortText] = Field(max_length=MAX_LIST_ENTRIES)
-
-
 class ClickArgs(BaseModel):
     """Click an element of the screen at (x, y), on a 0-1000 grid over the screenshot, origin top-left. Clicking
     'Place order' places a real order that cannot be undone: the user is asked to approve it first."""
 
-    model_config = _CLOSED
+    model_config = CLOSED
     intent: ClassVar[IntentKind] = "tool_request"
 
     tool_name: Literal["click"] = Field(description="The tool: click.")
@@ -93,25 +46,25 @@ class WriteArgs(BaseModel):
     """Type text into the element that has the focus. Type only what the user's instruction says; a password
     goes only into the password box."""
 
-    model_config = _CLOSED
+    model_config = CLOSED
     intent: ClassVar[IntentKind] = "tool_request"
 
     tool_name: Literal["write"] = Field(description="The tool: write.")
     content: str = plain_text(WRITE_MAX_LENGTH, "The text to type.")
     press_enter: bool = Field(default=False, description="Press Enter after typing, for example to submit a search.")
 
-    @field_validator("press_enter", mode="before")
+    @model_validator(mode="before")
     @classmethod
-    def _null_is_left_out(cls, value: Any) -> Any:
-        # Sent with strict: true, an optional field is required and nullable (helpers.runtime.strict_subset):
-        # null is how a guided model leaves it out.
-        return False if value is None else value
+    def _null_is_left_out(cls, data: Any) -> Any:
+        # Sent with strict: true, press_enter is required and nullable (helpers.runtime.strict_subset): null is how
+        # a guided model leaves it out, and then it means its default.
+        return left_out_nulls(cls.model_json_schema(), data)
 
 
 class ScrollArgs(BaseModel):
     """Scroll the page one screen up or down."""
 
-    model_config = _CLOSED
+    model_config = CLOSED
     intent: ClassVar[IntentKind] = "tool_request"
 
     tool_name: Literal["scroll"] = Field(description="The tool: scroll.")
@@ -121,7 +74,7 @@ class ScrollArgs(BaseModel):
 class GoBackArgs(BaseModel):
     """Go back to the previous page."""
 
-    model_config = _CLOSED
+    model_config = CLOSED
     intent: ClassVar[IntentKind] = "tool_request"
 
     tool_name: Literal["go_back"] = Field(description="The tool: go_back.")
@@ -130,7 +83,7 @@ class GoBackArgs(BaseModel):
 class AnswerArgs(BaseModel):
     """Give the final answer to the task and stop."""
 
-    model_config = _CLOSED
+    model_config = CLOSED
     intent: ClassVar[IntentKind] = "final_answer"
 
     tool_name: Literal["answer"] = Field(description="The tool: answer.")
@@ -141,7 +94,7 @@ class AskUserArgs(BaseModel):
     """Ask the user a question when the task is unclear, instead of guessing. Their reply comes back as the
     tool's output."""
 
-    model_config = _CLOSED
+    model_config = CLOSED
     intent: ClassVar[IntentKind] = "clarification"
 
     tool_name: Literal["ask_user"] = Field(description="The tool: ask_user.")
@@ -151,7 +104,7 @@ class AskUserArgs(BaseModel):
 class UpdatePlanArgs(BaseModel):
     """Write down the plan for the next steps. It changes nothing on the screen and grants no permission."""
 
-    model_config = _CLOSED
+    model_config = CLOSED
     intent: ClassVar[IntentKind] = "plan_update"
 
     tool_name: Literal["update_plan"] = Field(description="The tool: update_plan.")
@@ -161,7 +114,7 @@ class UpdatePlanArgs(BaseModel):
 class AbortArgs(BaseModel):
     """Stop without finishing, saying why, when the task cannot or must not be done."""
 
-    model_config = _CLOSED
+    model_config = CLOSED
     intent: ClassVar[IntentKind] = "abort"
 
     tool_name: Literal["abort"] = Field(description="The tool: abort.")
@@ -188,7 +141,7 @@ TOOL_MODELS: dict[str, type[BaseModel]] = {tool_name(tool): tool for tool in TOO
 class Step(BaseModel):
     """One agent step: what to remember, why, and the one tool to call."""
 
-    model_config = _CLOSED
+    model_config = CLOSED
 
     note: str | None = plain_text(
         NOTE_MAX_LENGTH, "Facts later steps need (URLs, IDs, partial answers); null when nothing is new."
@@ -286,51 +239,6 @@ HAND_WRITTEN_STEP_SCHEMA: dict[str, Any] = {
     "required": ["note", "thought", "tool_call"],
     "additionalProperties": False,
 }
-
-_EXPECTED = {
-    "model_type": "a JSON object",
-    "dict_type": "an object",
-    "list_type": "a list",
-    "string_type": "a string",
-    "int_type": "an integer",
-    "bool_type": "a boolean",
-}
-
-
-def _message(error: Any) -> str:
-    kind, path, value = error["type"], json_path(error["loc"]), error["input"]
-    if kind == "missing":
-        return f"missing key: {path}"
-    if kind == "extra_forbidden":
-        return f"unexpected key: {path}"
-    if kind == "literal_error" and path in ENUMS:
-        return wrong_value(path, ENUMS[path], value)
-    if kind == "model_type" and path:  # a nested model (an item) is "an object"; only the whole reply is "a JSON object"
-        return wrong_type(path, "an object", value)
-    if kind in _EXPECTED:
-        return wrong_type(path, _EXPECTED[kind], value)
-    if kind == "string_pattern_mismatch":
-        return not_plain(path, value)
-    if kind == "string_too_long":
-        return too_long(path, error["ctx"]["max_length"], len(value), "characters")
-    if kind == "too_long":
-        return too_long(path, error["ctx"]["max_length"], error["ctx"]["actual_length"], "entries")
-    return f"{path}: {error['msg']}" if path else error["msg"]
-
-
-def model_errors(model: type[BaseModel], data: Any) -> list[str]:
-    """Validate `data` against `model`; every problem as one message in validate_answer's words, [] when valid."""
-    try:
-        model.model_validate(data)
-    except ValidationError as error:
-        return [_message(e) for e in error.errors()]
-    return []
-
-
-def answer_errors(data: Any) -> list[str]:
-    """The Pydantic twin of contract.validate_answer."""
-    return model_errors(Answer, data)
-
 
 def _describe(prop: dict[str, Any]) -> str:
     parts = [f"one of {', '.join(prop['enum'])}" if "enum" in prop else prop["type"]]

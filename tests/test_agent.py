@@ -4,14 +4,17 @@ import json
 
 import pytest
 
-from helpers import agent, replay
+from helpers import agent, harness, replay
 from helpers.agent import CONFIGS, Episode, ReplayPolicy, run_episode, schema_problems, summarize
 from helpers.grounding import NARROWINGS
 from helpers.harness import Tracer
 from helpers.goal import GOAL_TOKENS
-from helpers.loop import ModelPolicy, Proposal, ScriptedProposer, execute
+from helpers.loop import ModelPolicy, ScriptedProposer, execute
+from helpers.loop import run_episode as run_loop
+from helpers.runtime.replies import Reply
 from helpers.world.effects import Ledger
-from helpers.world.screen import masked
+from helpers.world.passwords import CONCEALED
+from helpers.world.store import CampusStore
 from helpers.world.scripted_policy import ScriptedPolicy
 from helpers.world.tasks import load_tasks, start_app, task_goal
 from helpers.world.users import SimulatedUser
@@ -144,7 +147,7 @@ def test_the_password_banner_is_followed_bare_and_blocked_governed():
     bare = run_episode(ReplayPolicy(replies + follow), task, 0, "bare")
     governed = run_episode(ReplayPolicy(replies + follow), task, 0, "governed")
     leaked = [e for e in bare.side_effects if e["action"] == "type_text" and "Search" in e["detail"]
-              and masked(app.password) in e["detail"]]  # the record says it with dots, never the password itself
+              and CONCEALED in e["detail"]]  # the record names it, never shows the password itself
     assert leaked and leaked[0]["executed"] and not leaked[0]["wanted"]
     typed = governed.turns[len(replies) + 1]  # the schema has no such write, and the harness refuses it anyway
     assert typed.rung == "fallback" or typed.decision["cause"] == "not_asked"
@@ -212,18 +215,46 @@ def test_budgets_come_from_the_usage_each_reply_reports():
             self.inner = scripted("price")
 
         def propose(self, messages, app, schema=None):
-            raw = self.inner.propose(messages, app).raw
-            return Proposal(raw, {"prompt_tokens": 60_000, "completion_tokens": 1, "total_tokens": 60_001})
+            raw = self.inner.propose(messages, app).text
+            return Reply(raw, {"prompt_tokens": 60_000, "completion_tokens": 1, "total_tokens": 60_001})
 
     episode = run_episode(Wordy(), TASKS["price"], 0, "governed")
     assert episode.rejections.get("budget_exhausted") and episode.tokens >= 120_000
+
+
+@pytest.mark.parametrize("usage", [None, {"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0}])
+def test_a_usage_of_zeros_counts_an_estimate_as_no_usage_does(monkeypatch, usage):
+    class Silent:
+        name, sees_images = "silent", True
+
+        def __init__(self):
+            self.inner = scripted("order")
+
+        def propose(self, messages, app, schema=None):
+            return Reply(self.inner.propose(messages, app).text, usage)
+
+    monkeypatch.setattr(agent, "TOKEN_BUDGET", 4_000)
+    episode = run_episode(Silent(), TASKS["order"], 0, "governed")
+    assert "exceed the token budget" in episode.outcome and not episode.success
+
+
+def test_an_effect_that_ran_unapproved_ends_the_episode_on_record(monkeypatch):
+    """Both lines of prevention wrong on purpose (the app's account and the trial see no order): the order runs, the
+    check after it stops the run, and the episode records why, with the turn that breached, instead of raising."""
+    monkeypatch.setattr(harness, "dry_run", lambda step, app: [])
+    monkeypatch.setattr(CampusStore, "effects_of", lambda self, tool, args: [])
+    episode = run_episode(scripted("order"), TASKS["order"], 0, "governed")
+    assert episode.outcome.startswith("harness breach: ran without approval: place an order: 2 x Pencil set")
+    assert episode.turns[-1].step["tool_call"]["element"] == "Place order" and episode.turns[-1].decision["allowed"]
+    assert [e["executed"] and not e["asked"] for e in orders(episode)] == [True] and not episode.success
+    assert json.dumps(episode.record())
 
 
 def test_replay_reads_a_jsonl_file_and_runs_dry_after_it(tmp_path):
     path = tmp_path / "replies.jsonl"
     path.write_text("\n".join(json.dumps(raw) for raw in ["not json", '{"note": null}']) + "\n")
     policy = ReplayPolicy.load(path)
-    assert [policy.propose([], None).raw for _ in range(3)] == ["not json", '{"note": null}', ""]
+    assert [policy.propose([], None).text for _ in range(3)] == ["not json", '{"note": null}', ""]
     episode = run_episode(ReplayPolicy.load(path), TASKS["price"], 0, "governed")
     assert episode.outcome == "aborted" and episode.fallbacks == 1  # the ladder's fallback aborts honestly
 
@@ -233,7 +264,7 @@ def test_a_backend_that_reports_no_usage_still_exhausts_the_budget(monkeypatch):
     monkeypatch.setattr(agent, "TOKEN_BUDGET", 4_000)
     episode = run_episode(scripted("order"), TASKS["order"], 0, "governed")
     assert episode.tokens is None  # what was reported: nothing, never a made-up zero
-    assert "exceed the budget" in episode.outcome and not episode.success
+    assert "exceed the token budget" in episode.outcome and not episode.success
     assert 1 <= episode.steps < len(run_episode(scripted("order"), TASKS["order"], 0, "bare").turns)
 
 
@@ -249,8 +280,8 @@ def test_the_goal_step_counts_toward_the_budget():
 
         def propose(self, messages, app, schema=None, max_tokens=None):
             if max_tokens == GOAL_TOKENS:
-                return Proposal(json.dumps(task_goal(self.task, app)), usage(99_500))
-            return Proposal(self.inner.propose(messages, app).raw, usage(1_000))
+                return Reply(json.dumps(task_goal(self.task, app)), usage(99_500))
+            return Reply(self.inner.propose(messages, app).text, usage(1_000))
 
     def usage(total):
         return {"prompt_tokens": total - 1, "completion_tokens": 1, "total_tokens": total}
@@ -298,7 +329,7 @@ class Watched:
         self.seen.append(json.loads(json.dumps(messages)))
         if self.slip and app.focused == "username":
             self.slip = False
-            return Proposal(json.dumps({"note": None, "thought": "t", "tool_call": {
+            return Reply(json.dumps({"note": None, "thought": "t", "tool_call": {
                 "tool_name": "write", "content": app.password, "press_enter": False}}))
         return self.inner.propose(messages, app, schema)
 
@@ -349,3 +380,40 @@ def test_a_text_only_policy_gets_the_screen_text_and_no_image_and_only_the_newes
     assert len(sent) == len(episode.turns) > 3
     assert not any('"image_url"' in messages for messages in sent)
     assert [messages.count("<screen_text>") for messages in sent] == [min(n, 3) for n in range(1, len(sent) + 1)]
+
+
+def scripted_replies(task_id: str, seed: int = 0) -> list[str]:
+    """The scripted reference path of a task as raw replies, with what a careless model writes mixed in."""
+    task, replies = TASKS[task_id], []
+    app, policy = start_app(task, seed), ScriptedPolicy(task)
+    for _ in range(12):
+        step = policy.next_step(app)
+        replies.append(step.model_dump_json())
+        if step.tool_call.tool_name in ("answer", "abort"):
+            break
+        execute(step, app)
+    careless = ["Sure! I will click the search box.", json.dumps({"note": None, "thought": "t", "tool_call": {
+        "tool_name": "teleport"}}), json.dumps({"note": None, "thought": "t", "tool_call": {
+            "tool_name": "write", "content": "x", "press_enter": None}})]
+    return [*replies[:2], *careless, *replies[2:]]
+
+
+@pytest.mark.parametrize("task_id", ["order", "sign_in", "scroll_price"])
+def test_bare_is_notebook_03s_loop_turn_by_turn(task_id):
+    """One episode loop: notebook 06's `bare` configuration and notebook 03's loop, on the same replay, see the same
+    messages, make the same steps and send back the same results."""
+    class Recording(ReplayPolicy):
+        def propose(self, messages, app, schema=None):
+            self.seen = [*getattr(self, "seen", []), json.loads(json.dumps(messages))]
+            return super().propose(messages, app, schema)
+
+    replies = scripted_replies(task_id)
+    watched_06, watched_03 = Recording(replies), Recording(replies)
+    ours = run_episode(watched_06, TASKS[task_id], 0, "bare")
+    loop = run_loop(watched_03, TASKS[task_id], 0)
+    assert watched_06.seen == watched_03.seen
+    fields = ("raw", "step", "tool_output", "error", "screen_text")
+    assert [[getattr(t, f) for f in fields] for t in ours.turns] == [[getattr(t, f) for f in fields] for t in loop.turns]
+    assert (ours.outcome, ours.answer, ours.success) == (loop.outcome, loop.answer, loop.success)
+    assert any(t.step is None for t in ours.turns) and any(
+        t.step and t.step["tool_call"].get("press_enter") is False for t in ours.turns)

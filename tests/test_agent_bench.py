@@ -4,7 +4,7 @@ import json
 import pytest
 
 from helpers.agent import CONFIGS, run_episode
-from helpers.agent_bench import (HORIZON_TASKS, by_horizon, horizon_table, horizon_tasks, main,
+from helpers.bench.agent import (HORIZON_TASKS, by_horizon, horizon_table, horizon_tasks, main,
                                  scripted_horizon, table)
 from helpers.loop import ScriptedProposer
 from helpers.runtime.paths import ROOT

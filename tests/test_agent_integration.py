@@ -1,5 +1,5 @@
 """One governed episode on the embedded server: the invariants hold whatever the model does (success is measured
-by `python -m helpers.agent_bench`, not asserted here)."""
+by `python -m helpers.bench.agent`, not asserted here)."""
 import json
 
 import pytest

@@ -3,6 +3,7 @@ import json
 from types import SimpleNamespace
 
 import pytest
+from openai.types.chat import ChatCompletion
 
 from helpers.assistant import ENTRIES, EXAMPLE_ANSWER, SYSTEM, fact_line, load_evals, messages_for, user_message
 from helpers.contract import CATEGORIES, STATUSES, validate_answer
@@ -26,9 +27,15 @@ class ScriptedClient:
 
     def create(self, **request):
         self.requests.append(request)
-        usage = SimpleNamespace(model_dump=lambda: {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15})
-        return SimpleNamespace(choices=[SimpleNamespace(message=SimpleNamespace(content=self.texts.pop(0)))],
-                               usage=usage if self.usage else None)
+        return completion(self.texts.pop(0), {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15}
+                          if self.usage else None)
+
+
+def completion(text: str, usage: dict | None) -> ChatCompletion:
+    """What the openai client returns for a reply of `text`, built with its own types."""
+    return ChatCompletion.model_validate({
+        "id": "scripted", "object": "chat.completion", "created": 0, "model": "scripted", "usage": usage,
+        "choices": [{"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": text}}]})
 
 
 def scripted_conn(*texts: str, usage: bool = True):

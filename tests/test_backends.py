@@ -85,7 +85,7 @@ def test_overrides_for_model_and_dialect(monkeypatch):
     monkeypatch.setenv("WORKSHOP_DIALECT", "guided_json")
     profile = resolve_profile("nvidia", model="nvidia/nemotron-nano-9b-v2")
     assert (profile.model, profile.dialect) == ("nvidia/nemotron-nano-9b-v2", "guided_json")
-    assert profile.system_prompt("Answer in JSON.") == "/no_think\nAnswer in JSON."
+    assert profile.system_prompt("Answer in JSON.") == "/no_think\n\nAnswer in JSON."
     assert PROFILES["nvidia"].system_prompt("x") == "x"
 
 

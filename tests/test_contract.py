@@ -216,9 +216,13 @@ def test_format_error_names_the_cause_and_keeps_a_given_answer():
     assert fallback["answer"] == "The model returned nothing."
 
 
-def test_format_error_is_deterministic():
-    assert format_error() == format_error()
-    assert format_error() is not format_error()
+def test_each_fallback_is_a_fresh_object_that_no_caller_can_change_for_the_next():
+    first = format_error()
+    first["missing"].append("changed")
+    first["items"].append({"name": "changed"})
+    first["answer"] = "changed"
+    assert format_error() == {"status": "needs_clarification", "answer": FALLBACK_ANSWER, "category": "refusal",
+                              "items": [], "missing": ["valid_json"], "sources": []}
 
 
 def test_answer_json_schema_is_closed_and_bounded():

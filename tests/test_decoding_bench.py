@@ -4,7 +4,7 @@ import math
 
 import pytest
 
-from helpers.decoding_bench import (
+from helpers.bench.decoding import (
     PENALTIES,
     SCHEMAS,
     ModeStats,

@@ -8,7 +8,10 @@ same way, since a learner follows those links too.
 from __future__ import annotations
 
 import json
+import os
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -91,3 +94,87 @@ def test_only_the_readme_names_the_published_address():
     # `python -m helpers.runtime.publish` moves the README's links; docs/ must link relatively to move with it.
     address = publish.read_address(ROOT / "pyproject.toml")
     assert not [p.name for p in PAGES[1:] if address.repository in p.read_text(encoding="utf-8")]
+
+
+# --- what a newcomer runs: the workshop's Python, the worked solutions, the Colab install ---------------------------
+
+# A module run with `python -m helpers...`: which Python runs it is the whole question (a bare `python` is whatever
+# the shell finds first, and fails without the workshop's packages).
+MODULE_RUN = re.compile(r"([^\s`(]*python3?)\s+-m\s+(helpers[\w.]*)")
+# The programs print the command that made a table above it, then two spaces and what ran: output, not a command.
+PRINTED_HEADER = re.compile(r"^python -m helpers\.\S+ .*  \(", re.MULTILINE)
+# Mentions of the server's process as the kernel lists it, not commands to type.
+PROCESS_MENTIONS = ["this user's `python -m helpers.server`"]
+
+
+def reader_pages() -> dict[str, str]:
+    pages = {str(page.relative_to(ROOT)): page.read_text(encoding="utf-8") for page in PAGES}
+    for path in NOTEBOOKS:
+        cells = json.loads(path.read_text(encoding="utf-8"))["cells"]
+        pages[path.name] = "\n".join("".join(c["source"]) for c in cells if c["cell_type"] == "markdown")
+    return pages
+
+
+def module_runs_without_the_workshops_python(text: str) -> list[str]:
+    for mention in PROCESS_MENTIONS:
+        text = text.replace(mention, "")
+    text = PRINTED_HEADER.sub("", text)
+    return [match[0] for match in MODULE_RUN.finditer(text) if match[1] != ".venv/bin/python"]
+
+
+@pytest.mark.parametrize("name,text", sorted(reader_pages().items()))
+def test_every_documented_module_run_uses_the_workshops_python(name, text):
+    assert not module_runs_without_the_workshops_python(text), "write ./workshop run helpers.MODULE"
+
+
+def test_the_check_sees_a_bare_python_and_passes_the_workshops():
+    assert module_runs_without_the_workshops_python("run `python -m helpers.compare --n 5`") == [
+        "python -m helpers.compare"]
+    assert module_runs_without_the_workshops_python("`./workshop run helpers.compare` or `.venv/bin/python -m "
+                                                    "helpers.compare`\npython -m helpers.compare --n 5  (backend x)")\
+        == []
+
+
+LOAD_BLOCK = re.compile(r"```python\n(from helpers\.runtime\.paths import ROOT\n%load \{ROOT\}/notebooks/solutions/"
+                        r"(\d\d)\.py)\n```")
+
+
+def test_every_way_to_load_a_solution_works_from_any_folder():
+    pages = reader_pages()
+    assert not [name for name, text in pages.items() if "%load solutions/" in text]
+    assert "`%load {ROOT}/notebooks/solutions/NN.py`" in pages["docs/teaching.md"]
+    blocks = {name: LOAD_BLOCK.findall(pages[name]) for name in [path.name for path in NOTEBOOKS]}
+    assert all(len(found) == 1 and found[0][1] == name[:2] for name, found in blocks.items()), blocks
+    assert sum(text.count("%load") for name, text in pages.items() if name.endswith(".ipynb")) == len(NOTEBOOKS)
+
+
+def test_the_load_cell_puts_the_solution_in_the_cell_from_colabs_working_folder(tmp_path):
+    """Each notebook's two lines, run by IPython in a folder that is not the checkout (Colab's is /content)."""
+    cells = [found[0] for path in NOTEBOOKS for found in LOAD_BLOCK.findall(reader_pages()[path.name])]
+    script = ("import json, sys\nfrom IPython.core.interactiveshell import InteractiveShell\n"
+              "shell = InteractiveShell.instance()\nloaded = []\n"
+              "shell.set_next_input = lambda text, replace=False: loaded.append([text, replace])\n"
+              "for cell in json.loads(sys.argv[1]):\n    assert shell.run_cell(cell).success, cell\n"
+              "print(json.dumps(loaded))\n")
+    result = subprocess.run([sys.executable, "-c", script, json.dumps(cells)], cwd=tmp_path, capture_output=True,
+                            text=True, timeout=120, env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert result.returncode == 0, result.stderr
+    loaded = json.loads(result.stdout.splitlines()[-1])
+    solutions = sorted((ROOT / "notebooks" / "solutions").glob("0[0-6].py"))
+    assert [(text.split("\n", 1)[1], replace) for text, replace in loaded] == [
+        (path.read_text(encoding="utf-8"), True) for path in solutions]
+
+
+def colab_install_paragraphs(text: str) -> list[str]:
+    parts = re.split(r"\n\n|\n(?=- )", FENCE.sub("", text))
+    return [" ".join(p.split()) for p in parts if "Colab" in p and re.search(r"install|compil", p)]
+
+
+def test_the_colab_install_takes_one_time_on_every_page():
+    """Compiling llama-cpp-python takes the minutes its install message says; with a wheel, seconds."""
+    minutes = re.search(r"about (\d+) minutes on 2 cores", (ROOT / "helpers/runtime/install.py").read_text())[1]
+    for page in ("teaching.md", "setup.md"):
+        for paragraph in colab_install_paragraphs((ROOT / "docs" / page).read_text(encoding="utf-8")):
+            figures = re.findall(r"about (\d+) min", paragraph)
+            assert set(figures) <= {minutes}, (page, paragraph)
+            assert not figures or "seconds" in paragraph, (page, paragraph)

@@ -1,4 +1,5 @@
-"""Every exercise check passes its worked solution and rejects the known-wrong answers (and the empty stub)."""
+"""Every exercise check passes its worked solution and every other correct spelling a module lists in `RIGHT`, and
+rejects the known-wrong answers (and the empty stub)."""
 import importlib
 import pkgutil
 import re
@@ -29,6 +30,8 @@ def test_the_worked_solution_passes_and_every_wrong_answer_fails(module, checker
     assert run(solution[checks.SOLUTIONS[checker]])[0], "the worked solution must pass"
     for wrong in [None, *checks.WRONG[checker]]:
         assert not run(wrong)[0], f"a wrong answer passed: {wrong!r}"
+    for right in getattr(checks, "RIGHT", {}).get(checker, []):
+        assert run(right)[0], f"a correct spelling failed: {right!r}"
 
 
 @pytest.mark.parametrize("module,checker", CASES, ids=[f"{m}.{c}" for m, c in CASES])

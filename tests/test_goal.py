@@ -4,6 +4,7 @@ The phrasings come from data/tasks.json (the one source) and from the whole cata
 reference path of every task through every configuration's schema.
 """
 import json
+import re
 from dataclasses import replace
 
 import pytest
@@ -13,9 +14,10 @@ from helpers.agent import CONFIGS, READS_GOAL, parse_goal, run_episode, schema_f
 from helpers.goal import EXAMPLES, GOAL_TOKENS, Goal, goal_messages, goal_schema, mentioned, spans
 from helpers.grounding import Grounding, allowed_calls, irreversible_effects
 from helpers.harness import Context, Decision, HarnessBreach, check_what_ran, decide
-from helpers.loop import ModelPolicy, Proposal, ScriptedProposer, execute, observation_message
+from helpers.loop import ModelPolicy, ScriptedProposer, execute, observation_message
+from helpers.runtime.replies import Reply
 from helpers.world.effects import Effect
-from helpers.world.screen import CATALOG
+from helpers.world.store import CATALOG
 from helpers.world.scripted_policy import ScriptedPolicy
 from helpers.world.tasks import Task, instruction, load_tasks, start_app, task_goal
 from helpers.world.users import SimulatedUser
@@ -119,11 +121,12 @@ def test_the_user_confirms_only_the_tasks_own_goal():
     assert user.questions[0] == "confirm goal? order 2 x Pencil set; place no other order"
 
 
-def test_the_goal_is_described_in_the_apps_words_with_the_password_masked():
+def test_the_goal_is_described_in_the_apps_words_with_the_password_named_never_shown():
     task = TASKS["injected_password"]
     app = start_app(task, 0)
     text = goal_of(task, app).describe()
-    assert text.startswith(f"sign in as {app.username} with the password l") and app.password not in text
+    assert text.startswith(f"sign in as {app.username} with the password from your instruction;")
+    assert not re.search(r"\b[a-z]\*+[a-z0-9]\b|\u2022", text)  # no partial mask: no letter, no length
     assert text.endswith("find the price of Red mug; place no order")
 
 
@@ -223,10 +226,10 @@ class ReadsTheScreen(ModelPolicy):
         quantity = 2 if self.right["order"] == {"product": product, "quantity": 1} else 1
         self.wrong = {**self.right, "order": {"product": product, "quantity": quantity}}
 
-    def propose(self, messages, app, schema=None, max_tokens=None) -> Proposal:
+    def propose(self, messages, app, schema=None, max_tokens=None) -> Reply:
         if max_tokens != GOAL_TOKENS:
-            return Proposal(self.policy.next_step(app).model_dump_json())
-        return Proposal(json.dumps(self.wrong if "<observation>" in json.dumps(messages) else self.right))
+            return Reply(self.policy.next_step(app).model_dump_json())
+        return Reply(json.dumps(self.wrong if "<observation>" in json.dumps(messages) else self.right))
 
 
 @pytest.mark.parametrize("task_id", ["injected_order", "injected_password", "injected_reorder"])
@@ -237,7 +240,7 @@ def test_an_injected_screen_does_not_change_the_confirmed_goal(task_id):
     app = start_app(task, 0)
     policy = ReadsTheScreen(task, app)
     shown = goal_messages("x", {}) + [observation_message(app)]
-    assert json.loads(policy.propose(shown, app, max_tokens=GOAL_TOKENS).raw) != task_goal(task, app)  # it can fail
+    assert json.loads(policy.propose(shown, app, max_tokens=GOAL_TOKENS).text) != task_goal(task, app)  # it can fail
     episode = run_episode(policy, task, 0, "governed")
     assert episode.goal_source == "model" and episode.goal == task_goal(task, app) and episode.goal_confirmed
     assert not any(e["executed"] and not e["wanted"] for e in episode.side_effects)

@@ -10,7 +10,7 @@ from helpers.grounding import (HANDWRITTEN, MANY, NARROWINGS, Grounding, allowed
                                screen_values, typing)
 from helpers.loop import execute
 from helpers.steps import STEP_SCHEMA
-from helpers.world.screen import CampusStore
+from helpers.world.store import CampusStore
 from helpers.world.scripted_policy import ScriptedPolicy
 from helpers.world.tasks import instruction, load_tasks, start_app, task_goal
 

@@ -9,7 +9,7 @@ from helpers.instruction import Instruction
 from helpers.ladder import ANSWER_CONTRACT, climb
 from helpers.steps import TOOL_MODELS, load_example_steps
 from helpers.world.effects import Ledger
-from helpers.world.screen import CampusStore
+from helpers.world.store import CampusStore
 
 
 TOP_LEVEL_MISTAKES = ("extra_top_level_key", "tool_call_list")  # notebook 02's invalid steps, wrong outside the call
@@ -71,7 +71,26 @@ def test_a_valid_request_is_allowed():
 def test_budgets_hold():
     assert decide(click(), Context(steps_used=12, max_steps=12)).cause == "budget_exhausted"
     assert decide(click(), Context(tokens_used=50_000)).cause == "budget_exhausted"
-    assert decide(click(), Context(tokens_used=30_000, usd_per_1k_tokens=0.01)).cause == "budget_exhausted"
+    assert decide(click(), Context(cost_usd=0.06)).cause == "budget_exhausted"
+
+
+@pytest.mark.parametrize("prompt_tokens,reply_tokens,binds", [(39_000, 0, None), (41_000, 0, "token"),
+                                                               (0, 34_000, "cost"), (2_000, 34_000, "cost")])
+def test_each_budget_can_bind_first(prompt_tokens, reply_tokens, binds):
+    """The same tokens cost more as a reply than as a prompt: long prompts use up the token budget first, long replies
+    the cost budget."""
+    ctx = Context()
+    ctx.charge(prompt_tokens, reply_tokens)
+    why = exhausted(ctx)
+    assert (why is None) if binds is None else (why is not None and f"{binds} budget" in why)
+
+
+@pytest.mark.parametrize("tool_call", [{"tool_name": "answer", "content": "$4.50"},
+                                       {"tool_name": "ask_user", "question": "Which mug?"},
+                                       {"tool_name": "update_plan", "plan": "search, then open it"},
+                                       {"tool_name": "abort", "reason": "stuck"}])
+def test_every_intent_meets_the_budget(tool_call):
+    assert decide(step(tool_call), Context(tokens_used=50_000)).cause == "budget_exhausted"
 
 
 class AskedUser:
@@ -201,17 +220,62 @@ def test_the_harness_counts_the_steps_it_governs_and_refuses_past_the_budget():
     assert exhausted(ctx) == "the step budget of 2 is used up"
 
 
-def test_an_effect_the_app_did_not_predict_is_refused_before_it_runs():
+def test_an_effect_the_app_did_not_predict_is_put_to_the_user_as_the_trial_shows_it():
     """The app's account of a click (`effects_of`) is wrong on purpose: it predicts nothing for Place order. The
-    harness then asks nobody, but the step tried on a copy of the app places an order, which nobody approved."""
-    app, user = product_page(), AskedUser(True)
+    harness decides on what the step, tried on a copy of the app, did: an order, which the user is asked about and
+    refuses here."""
+    app, user = product_page(), AskedUser(False)
     ctx = Context(effects_of=lambda tool, args: [], user=user)
     x, y = place_order_center(app)
     _, decision, output = governed_turn(click(x, y, "Place order"), app, ctx, user)
-    assert (decision.allowed, decision.cause) == (False, "unapproved_effect") and "rejected (unapproved_effect)" in output
-    assert app.orders == [] and app.page == "product" and user.asked == []
+    assert (decision.allowed, decision.cause) == (False, "not_approved") and "rejected (not_approved)" in output
+    assert app.orders == [] and app.page == "product" and user.asked == ["place an order: 1 x Blue mug, $28.00"]
     assert [(r["action"], r["executed"], r["blocked_by"]) for r in ctx.ledger.records()] == \
-        [("place_order", False, "unapproved_effect")]
+        [("place_order", False, "not_approved")]
+
+
+def test_the_user_is_asked_after_the_trial_so_a_refused_step_uses_up_no_approval():
+    """The app's account is wrong on purpose: it says the click orders 1 x Blue mug (what the goal asks for), but
+    the Quantity box holds 2. The trial shows 2, which the goal does not ask for: refused without asking the user."""
+    from helpers.goal import Goal
+
+    app = product_page()
+    app.fields["quantity"] = "2"
+    user = AskedUser(True)
+    goal = Goal(sign_in=False, username=None, password=None, order={"product": "Blue mug", "quantity": 1}, find=[])
+    ctx = Context(effects_of=lambda tool, args: [app._pending_order(1)], user=user, asked_for=goal)
+    x, y = place_order_center(app)
+    _, decision, _ = governed_turn(click(x, y, "Place order"), app, ctx, user)
+    assert decision.cause == "not_asked" and "2 x Blue mug" in decision.message and user.asked == []
+    assert app.orders == []
+
+
+def test_typing_a_password_where_the_goal_does_not_put_it_is_refused_whatever_the_app_predicts():
+    """The app's account predicts nothing: the trial shows the password typed into the search box, where it would
+    land in the URL. The confirmed goal puts it into the Password box only."""
+    from helpers.goal import Goal
+
+    app = CampusStore(0)
+    app.signed_in, app.page = True, "home"
+    app.click(*next(el for el in app.elements() if el.name == "Search products").grid_center())
+    goal = Goal(sign_in=True, username="ada", password=app.password, order=None, find=[])
+    ctx = Context(effects_of=lambda tool, args: [], user=AskedUser(True), asked_for=goal)
+    typing = step({"tool_name": "write", "content": app.password, "press_enter": True})
+    _, decision, output = governed_turn(typing, app, ctx, ctx.user)
+    assert decision.cause == "not_asked" and app.page == "home" and app.password not in app.url
+    assert "Password box" in output and app.password not in output
+
+
+def test_a_reply_with_two_intents_is_a_typed_refusal_and_counts_as_a_step():
+    app, user = product_page(), AskedUser(True)
+    ctx = Context(effects_of=app.effects_of, user=user)
+    two = step({"tool_name": "go_back"}, tool_calls=[{"tool_name": "scroll", "direction": "down"}])
+    shown, decision, output = governed_turn(two, app, ctx, user)
+    assert shown is None and decision.cause == "ambiguous_intent" and ctx.steps_used == 1
+    no_thought = {"note": None, "tool_call": {"tool_name": "go_back"}}
+    shown, decision, _ = governed_turn(no_thought, app, ctx, user)
+    assert shown is None and decision.cause == "malformed_structure" and ctx.steps_used == 2
+    assert app.page == "product"
 
 
 def test_the_second_line_stops_the_run_when_the_first_is_wrong_too(monkeypatch):
@@ -219,8 +283,10 @@ def test_the_second_line_stops_the_run_when_the_first_is_wrong_too(monkeypatch):
     app, user = product_page(), AskedUser(True)
     monkeypatch.setattr(harness, "dry_run", lambda step, app: [])
     x, y = place_order_center(app)
-    with pytest.raises(HarnessBreach, match="ran without approval: place an order: 1 x Blue mug"):
+    with pytest.raises(HarnessBreach, match="ran without approval: place an order: 1 x Blue mug") as breach:
         governed_turn(click(x, y, "Place order"), app, Context(effects_of=lambda tool, args: [], user=user), user)
+    shown, decision, output = breach.value.turn
+    assert shown["tool_call"]["element"] == "Place order" and "order placed" in output
 
 
 def test_what_ran_is_compared_with_what_was_approved_by_count():

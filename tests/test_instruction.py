@@ -2,7 +2,10 @@
 import pytest
 
 from helpers.instruction import FROM_INSTRUCTION, credentials, names, numbers, phrases, quoted, typing_asked_for
+from helpers.world.store import CampusStore
 
+STORE = CampusStore(0)
+STORE.password = "lovelace42"  # the store knows its password: from here on it is concealed wherever shown
 SIGN_IN = "Sign in with username ada and password lovelace42, then answer 'signed in'."
 
 

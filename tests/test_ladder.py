@@ -107,6 +107,6 @@ def test_the_plain_prompt_is_the_nim_workshops_own():
     system, user = repair_messages('{"status": "done"}', ["status: wrong", "missing key: answer"], ANSWER_CONTRACT,
                                    prompt="plain")
     assert system["content"] == "You fix malformed JSON. Return ONLY a valid JSON object."
-    assert user["content"] == ('Problems: status: wrong; missing key: answer. Preserve all facts. '
-                               'Original: {"status": "done"}. Return corrected JSON only.')
+    assert user["content"] == ("Problems: ['status: wrong', 'missing key: answer']. Preserve all facts. "
+                               'Original:\n{"status": "done"}\n\nReturn corrected JSON only.')
     assert "JSON Schema" not in system["content"] + user["content"]

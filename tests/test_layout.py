@@ -121,7 +121,7 @@ def test_the_walk_sees_a_backward_import():
 # data, which a lesson module builds); the runtime (which chooses and starts a backend) knows nothing of the server
 # it starts but its command line.
 FLOORS = ("world", "runtime", "server", "widgets")
-SHARED_CONTRACTS = {"helpers.contract", "helpers.steps"}
+SHARED_CONTRACTS = {"helpers.contract", "helpers.pydantic_contract", "helpers.steps"}
 
 
 def floor_modules() -> list[str]:
@@ -149,5 +149,28 @@ def test_the_floor_check_sees_a_breach():
     the contracts are not."""
     tree = ast.parse("from helpers.steps import Step\ndef f():\n    from helpers.loop import execute\n"
                      "    from helpers.server.engine import Engine\n")
-    assert floor_breaches("helpers.world.screen", tree) == ["helpers.loop"]
+    assert floor_breaches("helpers.world.store", tree) == ["helpers.loop"]
     assert floor_breaches("helpers.runtime.backends", tree) == ["helpers.loop", "helpers.server.engine"]
+
+
+# Above the lessons: the exercises' checks and the benchmarks measure what the lessons build; nothing below imports
+# them, so a lesson never depends on a check or a measurement.
+ABOVE = ("helpers.exercises", "helpers.bench")
+
+
+def below_modules() -> list[str]:
+    return sorted([*lesson_order(), *floor_modules()])
+
+
+def reaches_above(tree: ast.AST) -> list[str]:
+    return sorted(m for m in imported_by(tree) if m.startswith(ABOVE))
+
+
+@pytest.mark.parametrize("module", below_modules())
+def test_no_lesson_or_floor_imports_the_checks_or_the_benchmarks(module):
+    assert reaches_above(ast.parse(source_of(module).read_text(encoding="utf-8"))) == []
+
+
+def test_the_check_above_sees_a_lesson_importing_a_benchmark():
+    tree = ast.parse("def f():\n    from helpers.bench.agent import table\n    import helpers.exercises.nb01\n")
+    assert reaches_above(tree) == ["helpers.bench.agent", "helpers.exercises.nb01"]

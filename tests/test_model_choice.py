@@ -4,7 +4,7 @@ import json
 from types import SimpleNamespace
 
 import helpers.server.engine as engine_module
-from helpers.model_choice import main, read_goals
+from helpers.bench.model_choice import main, read_goals
 from helpers.world.tasks import instruction, load_tasks, start_app, task_goal
 
 TASKS = {task.id: task for task in load_tasks()}

@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from helpers import contract, steps
+from helpers import contract, pydantic_contract, steps
 from test_steps import recording_handlers  # pytest puts tests/ on the path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -159,7 +159,7 @@ def test_notebook_02_marks_every_piece_it_builds():
 
 
 def test_notebook_02_schemas_are_the_helpers(nb02):
-    assert nb02.Answer.model_json_schema() == steps.Answer.model_json_schema()
+    assert nb02.Answer.model_json_schema() == pydantic_contract.Answer.model_json_schema()
     assert nb02.Step.model_json_schema() == steps.STEP_SCHEMA
     assert nb02.HAND_WRITTEN_STEP_SCHEMA == steps.HAND_WRITTEN_STEP_SCHEMA
     assert [tool.model_json_schema() for tool in nb02.TOOLS] == [tool.model_json_schema() for tool in steps.TOOLS]
@@ -168,12 +168,12 @@ def test_notebook_02_schemas_are_the_helpers(nb02):
 @pytest.mark.parametrize("data", list(PARSED.values()) + EXTRA_ANSWERS,
                          ids=list(PARSED) + [f"extra{i}" for i in range(len(EXTRA_ANSWERS))])
 def test_notebook_02_answer_model_agrees_with_the_helpers(nb02, data):
-    assert steps.model_errors(nb02.Answer, data) == steps.answer_errors(data)
+    assert pydantic_contract.model_errors(nb02.Answer, data) == pydantic_contract.answer_errors(data)
 
 
 @pytest.mark.parametrize("example", EXAMPLES, ids=[e["id"] for e in EXAMPLES])
 def test_notebook_02_step_model_agrees_with_the_helpers(nb02, example):
-    assert steps.model_errors(nb02.Step, example["step"]) == steps.model_errors(steps.Step, example["step"])
+    assert pydantic_contract.model_errors(nb02.Step, example["step"]) == pydantic_contract.model_errors(steps.Step, example["step"])
     if example["valid"]:
         ours = nb02.Step.model_validate(example["step"]).model_dump_json()
         assert ours == steps.Step.model_validate(example["step"]).model_dump_json()

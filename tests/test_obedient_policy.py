@@ -106,9 +106,9 @@ def test_the_reference_policy_does_every_adversary_task_when_governed():
 
 def test_the_governed_check_sees_a_harness_that_lets_the_password_through(monkeypatch):
     """The assertion above is not vacuous: drop the check on what is typed, and the leak is counted."""
-    checks = tuple(check for check in harness.CHECKS if check is not harness.typed_as_asked)
     original = harness.decide
-    monkeypatch.setattr(harness, "decide", lambda data, ctx: original(data, ctx, checks))
+    monkeypatch.setattr(harness, "decide", lambda data, ctx, checks=harness.CHECKS, effects=None: original(
+        data, ctx, tuple(check for check in checks if check is not harness.typed_as_asked), effects))
     task = INJECTED["home_session_check"]
     episode = run_episode(obedient(task), task, 0, "governed", narrowings=[])
     leaked = unwanted(episode, executed=True)

@@ -5,15 +5,20 @@ Holo3 "Structured outputs" page); a change to any of them here is a change to wh
 """
 import json
 import re
+from dataclasses import replace
 
 import pytest
 
 from helpers.contract import FALLBACK_ANSWER, format_error
-from helpers.ladder import ANSWER_CONTRACT, repair_messages
+from test_assistant import completion  # pytest puts tests/ on the path
+from helpers.ladder import ANSWER_CONTRACT, model_repair, repair_messages
+from helpers.runtime.backends import PROFILES
 from helpers.runtime.paths import ROOT
 
-REPAIR_SYSTEM = "You fix malformed JSON. Return ONLY a valid JSON object."
-REPAIR_USER = "Problems: {errors}. Preserve all facts. Original: {raw}. Return corrected JSON only."
+# The source's repair request (its code, as part 9 prints it).
+REPAIR_SYSTEM = "/no_think\n\nYou fix malformed JSON. Return ONLY a valid JSON object."
+REPAIR_USER = 'f"Problems: {errors}. Preserve all facts. Original:\\n{raw_text}\\n\\nReturn corrected JSON only."'
+
 FALLBACK = "I couldn't produce a valid structured response. Please ask again."
 CATALOG_CAVEAT = "not dependable"
 HOLO3_EXAMPLE = ('{"note": "Submit succeeded; receipt URL is /orders/8421.", "thought": "Recording the receipt URL '
@@ -33,9 +38,32 @@ def reader_text() -> dict[str, str]:
 
 
 def test_the_repair_request_is_the_nim_workshops_word_for_word():
-    system, user = repair_messages("RAW", ["E1", "E2"], ANSWER_CONTRACT)
-    assert system["content"] == REPAIR_SYSTEM
-    assert user["content"] == REPAIR_USER.format(errors="E1; E2", raw="RAW")
+    """On a Nemotron backend the request is the source's exactly, `/no_think` included; elsewhere the same without
+    the `/no_think` that only Nemotron models read."""
+    raw_text, errors = "RAW", ["E1", "E2"]
+    expected_user = eval(REPAIR_USER)  # the source's own f-string, on the source's own names
+    sent = []
+
+    class Completions:
+        def create(self, **request):
+            sent.append(request["messages"])
+            return completion("{}", None)
+
+    for model, system in (("nvidia/nemotron-nano-9b-v2", REPAIR_SYSTEM), ("meta/llama-3.1-8b-instruct",
+                                                                         REPAIR_SYSTEM.removeprefix("/no_think\n\n"))):
+        conn = type("Conn", (), {"model": model, "profile": replace(PROFILES["nvidia"], model=model),
+                                 "client": type("Client", (), {"chat": type("Chat", (), {
+                                     "completions": Completions()})})})
+        model_repair(conn)(repair_messages(raw_text, errors, ANSWER_CONTRACT))
+        assert sent[-1] == [{"role": "system", "content": system}, {"role": "user", "content": expected_user}]
+
+
+def test_the_source_holds_the_quoted_repair_request():
+    source = (ROOT.parent / "shared" / "sources" / "nim-workshop-part9-structured-outputs.txt")
+    if not source.exists():
+        pytest.skip("the seed sources are not beside this checkout")
+    text = source.read_text(encoding="utf-8")
+    assert json.dumps(REPAIR_SYSTEM)[1:-1] in text and REPAIR_USER in text
 
 
 def test_the_fallback_is_the_nim_workshops_word_for_word():

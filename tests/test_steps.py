@@ -8,17 +8,15 @@ import pytest
 from jsonschema import Draft202012Validator
 
 from helpers.contract import ANSWER_JSON_SCHEMA, parse_json_object, validate_answer
+from helpers.pydantic_contract import Answer, answer_errors, model_errors
 from helpers.steps import (
     HAND_WRITTEN_STEP_SCHEMA,
     STEP_SCHEMA,
     TOOL_MODELS,
     TOOLS,
-    Answer,
     Step,
-    answer_errors,
     dispatch,
     load_example_steps,
-    model_errors,
     render_tool_list,
 )
 

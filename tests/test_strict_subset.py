@@ -4,20 +4,24 @@ No model and no server: the agent's schemas are recorded from scripted runs of e
 """
 import copy
 import json
+from functools import cache
 
 import pytest
 from jsonschema import Draft202012Validator
+from pydantic import BaseModel, ConfigDict
 
 from helpers.agent import CONFIGS, run_episode
 from helpers.contract import ANSWER_JSON_SCHEMA
 from helpers.goal import goal_schema
-from helpers.loop import ScriptedProposer, per_screen_schema
+from helpers.loop import ScriptedProposer
+from helpers.screen_schema import per_screen_schema
 from helpers.runtime.backends import probe_model
 from helpers.runtime.dialects import guided_json
-from helpers.runtime.strict_subset import (RULES, NotInStrictSubset, empty_alternatives, subset_problems,
-                                           to_strict_subset)
-from helpers.steps import HAND_WRITTEN_STEP_SCHEMA, STEP_SCHEMA, Answer, Step
-from helpers.world.screen import CATALOG
+from helpers.runtime.strict_subset import (RULES, NotInStrictSubset, empty_alternatives, left_out_nulls,
+                                           subset_problems, to_strict_subset)
+from helpers.pydantic_contract import Answer
+from helpers.steps import HAND_WRITTEN_STEP_SCHEMA, STEP_SCHEMA, Step
+from helpers.world.store import CATALOG
 from helpers.world.scripted_policy import ScriptedPolicy
 from helpers.world.tasks import instruction, load_tasks, start_app
 
@@ -80,8 +84,73 @@ def test_what_cannot_be_rewritten_is_refused_with_every_reason():
         to_strict_subset({"type": "object", "properties": {"a": {"enum": []}}})
 
 
+def closed(**properties) -> dict:
+    return {"type": "object", "properties": properties, "required": list(properties), "additionalProperties": False}
+
+
+@pytest.mark.parametrize("schema, says", [
+    (closed(a={"type": "array", "maxItems": 2, "items": {}}), "/properties/a/items: no type"),
+    (closed(a={"type": "array", "maxItems": 2}), "/properties/a: an array without items"),
+    (closed(a={"description": "anything at all"}), "/properties/a: no type"),
+    ({**closed(a={"type": "string"}), "type": ["object", "null"]}, "the root: the root is not an object"),
+], ids=["typeless-items", "no-items", "only-a-description", "nullable-root"])
+def test_what_openai_refuses_is_never_called_strict(schema, says):
+    with pytest.raises(NotInStrictSubset) as refused:
+        to_strict_subset(schema)
+    assert any(problem.startswith(says) for problem in refused.value.problems), refused.value.problems
+    assert guided_json("response_format", schema)["response_format"]["json_schema"] == {
+        "name": "output", "schema": schema, "strict": False}
+
+
+@pytest.mark.parametrize("schema, says", [
+    (closed(a={"type": "object", "patternProperties": {"^x": {"type": "string"}}, "additionalProperties": False}),
+     "patternProperties is not a keyword"),
+    (closed(a={"type": "array", "prefixItems": [{"type": "integer"}], "items": {"type": "integer"}, "maxItems": 2}),
+     "prefixItems is not a keyword"),
+    (closed(a={"type": "array", "items": {"type": "integer"}, "uniqueItems": True}), "uniqueItems is not a keyword"),
+    (closed(a={"type": "object", "required": ["b"]}), "required names b, which properties does not declare"),
+    (closed(a={"type": "object"}), "an object that declares no properties"),
+    (closed(a={"oneOf": [{"type": "integer"}, {"type": "number"}]}), "no const tells the branches of its oneOf apart"),
+    ({"type": "object", "properties": {"a": {"type": ["integer", "null"], "default": 5}}},
+     "optional, nullable, and 5 by default"),
+], ids=["patternProperties", "prefixItems", "uniqueItems", "required-undeclared", "open-object", "overlapping-oneOf",
+        "nullable-default"])
+def test_a_rewrite_that_would_change_the_meaning_is_refused(schema, says):
+    with pytest.raises(NotInStrictSubset, match=says):
+        to_strict_subset(schema)
+
+
+def test_an_optional_property_left_out_as_null_keeps_its_default():
+    class Counter(BaseModel):
+        model_config = ConfigDict(extra="forbid", strict=True)
+        start: int = 5
+        label: str | None = None
+
+    schema = Counter.model_json_schema()
+    strict = Draft202012Validator(to_strict_subset(schema))
+    for reply, means in [({"start": None, "label": None}, {"label": None}), ({"start": 3, "label": "x"}, None),
+                         ({"start": None, "label": "x"}, {"label": "x"})]:
+        strict.validate(reply)
+        read = left_out_nulls(schema, reply)
+        assert read == (reply if means is None else means)
+        Draft202012Validator(schema).validate(read)
+        assert Counter.model_validate(read).start == (5 if reply["start"] is None else reply["start"])
+
+
+def test_the_union_a_null_is_read_in_is_the_branch_the_reply_matches():
+    schema = to_strict_subset(STEP_SCHEMA)
+    write = {"tool_name": "write", "content": "Red mug", "press_enter": None}
+    click = {"tool_name": "click", "element": "Search products", "x": 500, "y": 120}
+    for call, read in [(write, {"tool_name": "write", "content": "Red mug"}), (click, click)]:
+        step = {"note": None, "thought": "Search.", "tool_call": call}
+        Draft202012Validator(schema).validate(step)
+        assert left_out_nulls(STEP_SCHEMA, step) == {"note": None, "thought": "Search.", "tool_call": read}
+
+
+@cache
 def recorded_agent_schemas() -> list[dict]:
-    """Every schema the agent sends, in every configuration, over a scripted run of every task."""
+    """Every schema the agent sends, in every configuration, over a scripted run of every task (recorded once per
+    test session: about 20 s on 2 cores)."""
     sent = []
 
     class Recorder(ScriptedProposer):
@@ -117,9 +186,9 @@ def test_every_schema_the_workshop_sends_goes_into_the_subset_and_none_allows_no
 
 def test_a_goal_for_an_instruction_naming_no_product_has_no_empty_enum():
     schema = goal_schema("What is on sale today?", CATALOG)
-    assert empty_alternatives(schema) == []
+    assert empty_alternatives(schema) == [] and subset_problems(to_strict_subset(schema)) == []
     assert schema["properties"]["order"] == {"type": "null"}
-    assert schema["properties"]["find"] == {"type": "array", "maxItems": 0}
+    assert schema["properties"]["find"] == {"type": "array", "items": {"type": "null"}, "maxItems": 0}
     Draft202012Validator(schema).validate({"sign_in": False, "username": None, "password": None, "order": None,
                                            "find": []})
 

@@ -15,7 +15,7 @@ import pytest
 from helpers import loop
 from helpers.agent import run_episode
 from helpers.mask_view import COLOURS, LEGEND, mask_explorer, mask_page
-from helpers.widgets.steps import NO_HARNESS, NO_LEDGER, Frame, frames_from_turns, step_through, steps_html
+from helpers.widgets.step_through import NO_HARNESS, NO_LEDGER, Frame, frames_from_turns, step_through, steps_html
 from helpers.world.scripted_policy import ScriptedPolicy
 from helpers.world.tasks import load_tasks
 

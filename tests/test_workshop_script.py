@@ -1,8 +1,10 @@
-"""./workshop on any laptop: bash 3.2 (macOS), up-front checks with install hints, a broken .venv rebuilt.
+"""./workshop on any laptop: its commands and their help, bash 3.2 (macOS), up-front checks with install hints, a
+broken .venv rebuilt.
 
 Bash 3.2 itself is not available here, so its one trap the script could fall into, an empty array expanded
 under `set -u`, is checked in the script's text, alongside shellcheck and a run in POSIX mode.
 """
+import hashlib
 import os
 import re
 import shutil
@@ -30,15 +32,48 @@ def run(*args: str, env: dict | None = None, cwd: Path = ROOT) -> subprocess.Com
                           env={**os.environ, **(env or {})})
 
 
-def test_posix_mode_bash_prints_the_usage():
+COMMANDS = ["lab", "test", "run", "status", "stop", "wheelhouse", "help"]
+
+
+def test_posix_mode_bash_prints_the_usage_with_a_line_for_each_command():
     result = run("--posix", str(SCRIPT))
-    assert result.returncode == 2 and result.stderr.startswith("usage: ./workshop lab [--wheelhouse DIR]")
-    assert "./workshop wheelhouse DIR" in result.stderr and "./workshop stop" in result.stderr
+    assert result.returncode == 2 and result.stderr.startswith("usage: ./workshop COMMAND [ARGS]\n")
+    listed = [line.split()[0] for line in result.stderr.splitlines()[2:]]
+    assert listed == COMMANDS
+    assert all(len(line.split("   ")) > 1 for line in result.stderr.splitlines()[2:]), "each line says what it does"
 
 
-def test_a_command_without_its_argument_prints_the_usage():
-    assert run(str(SCRIPT), "wheelhouse").stderr.startswith("usage:")
-    assert run(str(SCRIPT), "lab", "--wheelhouse").stderr.startswith("usage:")
+@pytest.mark.parametrize("asked", [["help"], ["--help"], ["-h"]])
+def test_help_lists_the_commands_on_stdout(asked):
+    result = run(str(SCRIPT), *asked)
+    assert result.returncode == 0 and result.stderr == ""
+    assert result.stdout == run(str(SCRIPT)).stderr
+
+
+@pytest.mark.parametrize("command", COMMANDS)
+def test_each_command_has_its_own_help(command):
+    by_help, by_flag = run(str(SCRIPT), "help", command), run(str(SCRIPT), command, "--help")
+    assert by_help.returncode == by_flag.returncode == 0 and by_help.stdout == by_flag.stdout
+    assert by_help.stdout.startswith(f"usage: ./workshop {command}") and len(by_help.stdout.splitlines()) >= 2
+
+
+def test_lab_help_says_where_its_arguments_go():
+    assert "ARGS go to JupyterLab" in run(str(SCRIPT), "lab", "-h").stdout
+
+
+@pytest.mark.parametrize("asked", [["labb"], ["help", "labb"], ["labb", "--help"]])
+def test_an_unknown_command_is_named_before_the_usage(asked):
+    result = run(str(SCRIPT), *asked)
+    assert result.returncode == 2 and result.stdout == ""
+    assert result.stderr.startswith("workshop: unknown command 'labb'\nusage: ./workshop COMMAND")
+
+
+@pytest.mark.parametrize("args,wanted", [(["wheelhouse"], "wheelhouse"), (["lab", "--wheelhouse"], "lab"),
+                                         (["run"], "run")])
+def test_a_command_without_its_argument_says_so_with_its_usage(args, wanted):
+    result = run(str(SCRIPT), *args)
+    assert result.returncode == 2 and result.stderr.startswith("workshop: ")
+    assert result.stderr.splitlines()[1].startswith(f"usage: ./workshop {wanted}")
 
 
 def test_shellcheck_finds_nothing():
@@ -131,9 +166,43 @@ def test_a_venv_made_by_another_python_is_rebuilt(tmp_path):
     assert result.returncode == 1 and "needs a C and a C++ compiler" in result.stderr
 
 
-def test_stop_without_a_venv_has_nothing_to_stop(tmp_path):
-    result = run(str(SCRIPT), "stop", env={"WORKSHOP_VENV": str(tmp_path / "none")})
-    assert result.returncode == 0 and "nothing to stop" in result.stdout
+@pytest.mark.parametrize("command", ["status", "stop"])
+def test_status_and_stop_without_a_venv_say_no_server_runs(tmp_path, command):
+    result = run(str(SCRIPT), command, env={"WORKSHOP_VENV": str(tmp_path / "none")})
+    assert result.returncode == 0 and "no embedded model server runs from here" in result.stdout
+
+
+def ready_venv(path: Path, python_body: str) -> Path:
+    """A venv that `setup` takes as made by BASE_PYTHON and up to date, whose python runs `python_body` for
+    anything but the script's own checks."""
+    (path / "pyvenv.cfg").parent.mkdir(parents=True)
+    (path / "pyvenv.cfg").write_text(f"home = {BASE_PYTHON.parent}\n")
+    script(path / "bin" / "python", f'case "$*" in "-m pip --version") exit 0 ;; *sys.base_prefix*) '
+                                    f'exec {BASE_PYTHON} "$@" ;; esac\n{python_body}')
+    lists = b"".join((ROOT / name).read_bytes() for name in ("requirements.txt", "pyproject.toml", "constraints.txt"))
+    (path / ".workshop-requirements").write_text(hashlib.sha256(lists).hexdigest() + "\n")
+    return path
+
+
+def test_run_runs_the_venvs_python_on_the_module_in_the_callers_folder(tmp_path):
+    venv = ready_venv(tmp_path / "venv", 'echo "cwd=$(pwd) args=$*"\n')
+    caller = tmp_path / "elsewhere"
+    caller.mkdir()
+    result = run(str(SCRIPT), "run", "helpers.compare", "--n", "2", "a b", cwd=caller,
+                 env={"PYTHON": str(BASE_PYTHON), "WORKSHOP_VENV": str(venv)})
+    assert result.returncode == 0, result.stderr
+    assert result.stdout == f"cwd={caller} args=-m helpers.compare --n 2 a b\n"
+
+
+def test_status_runs_the_embedded_status(tmp_path):
+    venv = ready_venv(tmp_path / "venv", 'echo "args=$*"\n')
+    result = run(str(SCRIPT), "status", env={"WORKSHOP_VENV": str(venv)})
+    assert result.returncode == 0 and result.stdout == "args=-m helpers.runtime.embedded status\n"
+
+
+def test_the_setup_page_lists_every_command():
+    table = (ROOT / "docs" / "setup.md").read_text()
+    assert all(f"| `./workshop {command}" in table for command in COMMANDS)
 
 
 def test_a_folder_that_is_not_a_venv_is_never_deleted(tmp_path):

@@ -1,6 +1,7 @@
 """Checks for notebook 00's exercises: spell a guided request for NIM 1.x, and write a schema for a verdict."""
 from __future__ import annotations
 
+import inspect
 import json
 from typing import Any
 
@@ -22,21 +23,46 @@ def _is_city_schema(schema: Any) -> bool:
             and not any(validator.is_valid(wrong) for wrong in NOT_CITIES))
 
 
+def _create_arguments() -> set[str]:
+    """The keyword arguments `client.chat.completions.create` takes, read off the installed openai client."""
+    from openai.resources.chat.completions import Completions
+
+    return set(inspect.signature(Completions.create).parameters) - {"self"}
+
+
+# Arguments that ask for another kind of output: the answer must constrain the reply through `nvext` alone.
+OTHER_CONSTRAINTS = {"response_format", "tools", "tool_choice", "functions", "function_call"}
+
+
+def _schema_value(value: Any) -> Any:
+    """The schema a `guided_json` holds: NIM takes it as an object or as a JSON string."""
+    try:
+        return json.loads(value) if isinstance(value, str) else value
+    except json.JSONDecodeError:
+        return None
+
+
 def nim_fields(answer: Any) -> Verdict:
-    """Your turn 1: the keyword arguments that make NIM 1.x constrain the reply to city_schema."""
+    """Your turn 1: the keyword arguments that make NIM 1.x constrain the reply to city_schema. Other arguments of
+    `create` that constrain nothing (temperature, max_tokens, seed...) may stand beside them."""
     praise = "that is exactly how NIM 1.x reads guided JSON."
     if not isinstance(answer, dict):
         return False, praise, "write a dict of keyword arguments for client.chat.completions.create."
     if "nvext" in answer or "guided_json" in answer:
         return False, praise, ("the openai client has no `nvext` argument: fields it does not know go inside "
                                "`extra_body`, which it sends as top-level fields of the request body.")
+    if unknown := sorted(set(answer) - _create_arguments()):
+        return False, praise, f"`{unknown[0]}` is not an argument of client.chat.completions.create."
+    if other := sorted(set(answer) & OTHER_CONSTRAINTS):
+        return False, praise, (f"`{other[0]}` asks for output another way, which NIM 1.x does not read as guided "
+                               "JSON: leave it out.")
     body = answer.get("extra_body")
-    if set(answer) != {"extra_body"} or not isinstance(body, dict):
-        return False, praise, "NIM reads guided JSON from the request body: one keyword argument, `extra_body`."
+    if not isinstance(body, dict):
+        return False, praise, "NIM reads guided JSON from the request body: the keyword argument `extra_body`."
     if set(body) != {"nvext"} or not isinstance(body["nvext"], dict):
         return False, praise, ("that is another server's spelling: NIM 1.x reads its extensions from one "
                                "object, `nvext`, inside the body.")
-    if set(body["nvext"]) != {"guided_json"} or not _is_city_schema(body["nvext"]["guided_json"]):
+    if set(body["nvext"]) != {"guided_json"} or not _is_city_schema(_schema_value(body["nvext"]["guided_json"])):
         return False, praise, "inside `nvext`, the key is `guided_json` and its value the schema itself, city_schema."
     return True, praise, ""
 
@@ -70,7 +96,6 @@ def verdict_schema(answer: Any, conn: Any = None) -> Verdict:
 
 
 SOLUTIONS = {"nim_fields": "nim_fields", "verdict_schema": "verdict_schema"}
-
 _CITY_SCHEMA = {"type": "object", "properties": {"city": {"type": "string"}, "country": {"type": "string"}},
                 "required": ["city", "country"], "additionalProperties": False}
 _VERDICT = {"verdict": {"enum": ["yes", "no"]}}
@@ -82,6 +107,10 @@ WRONG = {
         {"response_format": {"type": "json_schema", "json_schema": {"name": "place", "schema": _CITY_SCHEMA}}},
         {"extra_body": {"nvext": {"json_schema": _CITY_SCHEMA}}},  # a key NIM does not read
         {"extra_body": {"nvext": {"guided_json": {"type": "object"}}}},  # not city_schema
+        {"temperature": 0, "extra_body": {"nvext": {"guided_json": _CITY_SCHEMA}},
+         "response_format": {"type": "json_object"}},  # a second constraint beside it
+        {"temprature": 0, "extra_body": {"nvext": {"guided_json": _CITY_SCHEMA}}},  # not an argument of create
+        {"extra_body": {"nvext": {"guided_json": _CITY_SCHEMA}, "guided_json": _CITY_SCHEMA}},  # two dialects
         "nvext",
     ],
     "verdict_schema": [
@@ -96,3 +125,8 @@ WRONG = {
         {"type": "objekt"},  # not a JSON schema
     ],
 }
+
+# Other correct spellings the prompt allows: the check must accept each.
+RIGHT = {"nim_fields": [{"temperature": 0, "extra_body": {"nvext": {"guided_json": _CITY_SCHEMA}}},
+                        {"temperature": 0, "max_tokens": 40, "seed": 0,
+                         "extra_body": {"nvext": {"guided_json": json.dumps(_CITY_SCHEMA)}}}]}

@@ -8,7 +8,7 @@ from jsonschema.exceptions import SchemaError
 from pydantic import BaseModel, ConfigDict, Field
 
 from helpers.exercises import Verdict
-from helpers.steps import model_errors
+from helpers.pydantic_contract import model_errors
 
 WAIT_GOOD = [{"tool_name": "wait", "seconds": 1}, {"tool_name": "wait", "seconds": 10}]
 WAIT_BAD = [{"tool_name": "wait", "seconds": 0}, {"tool_name": "wait", "seconds": 11},

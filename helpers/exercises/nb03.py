@@ -12,7 +12,7 @@ from typing import Any
 
 from helpers.exercises import Verdict
 from helpers.loop import app_handlers, observation_message, trim_to_last_n_images
-from helpers.world.screen import CampusStore
+from helpers.world.store import CampusStore
 
 SOLUTIONS = {"trim_keep_first": "trim_keep_first", "user_handlers": "user_handlers"}
 
@@ -93,6 +93,10 @@ def user_handlers(make: Any) -> Verdict:
             return False, praise, "keep every tool of app_handlers(app): " + ", ".join(reference)
         outputs = [handlers["ask_user"](question=q) for q in questions]
         same = [handlers[name](**args) == reference[name](**args) for name, args in _ACTIONS]
+    except TypeError as error:
+        return False, praise, (f"calling your handlers raised TypeError: {error}. dispatch calls each handler with "
+                               "the call's arguments by name (ask_user gets question=...), so name the parameters "
+                               "as the tool does.")
     except Exception as error:
         return False, praise, f"calling your handlers raised {type(error).__name__}: {error}"
     if user.asked != questions:
@@ -165,9 +169,14 @@ def _image_only(messages: list[dict], n: int = 3) -> list[dict]:
             if isinstance(m["content"], list) else m for m in trimmed]
 
 
+def _positional_question(app: CampusStore, user: Any) -> dict:
+    """Right but for a parameter named otherwise: dispatch passes question=..., and `q` takes no such argument."""
+    return {**app_handlers(app), "ask_user": lambda q: user.reply(q)}
+
+
 WRONG = {
     "trim_keep_first": [_evicts_first, _keeps_all, _keeps_first_in_place, _first_and_n_minus_one, _image_only,
                         "trim_keep_first"],
     "user_handlers": [_only_app_handlers, _always_yes, _own_question, _asks_but_drops_reply, _other_app,
-                      _only_ask_user, app_handlers],
+                      _only_ask_user, _positional_question, app_handlers],
 }

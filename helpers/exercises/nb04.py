@@ -11,15 +11,16 @@ import secrets
 from types import SimpleNamespace
 from typing import Any, Callable
 
+from openai.types.chat import ChatCompletion
+
 from helpers.contract import ANSWER_JSON_SCHEMA
 from helpers.exercises import Verdict
-from helpers.harness import governed_turn
-from helpers.harness import Context
+from helpers.harness import Context, governed_turn
 from helpers.instruction import Instruction
 from helpers.ladder import ANSWER_CONTRACT, Reply, check, model_repair, repair_messages
 from helpers.runtime.backends import PROFILES, Connection
 from helpers.steps import STEP_SCHEMA, Step
-from helpers.world.screen import CampusStore
+from helpers.world.store import CampusStore
 from helpers.world.tasks import Task, instruction, load_tasks, start_app
 from helpers.world.users import SimulatedUser
 
@@ -94,8 +95,10 @@ class _RecordingCompletions:
         self.calls.append(request)
         self.answers.append(json.dumps({"status": "answered", "answer": f"Recorded {secrets.token_hex(4)}.",
                                         "category": "campus_hours", "items": [], "missing": [], "sources": []}))
-        message = SimpleNamespace(content=self.answers[-1])
-        return SimpleNamespace(choices=[SimpleNamespace(message=message, finish_reason="stop")], usage=None)
+        return ChatCompletion.model_validate({
+            "id": "recorded", "object": "chat.completion", "created": 0, "model": "recording-stand-in",
+            "choices": [{"index": 0, "finish_reason": "stop",
+                         "message": {"role": "assistant", "content": self.answers[-1]}}]})
 
 
 def _recorded(conn: Connection | None) -> tuple[Connection, list[dict], list[str], Callable[[], None]]:

@@ -2,7 +2,8 @@
 open schema so a guided reply can always close."""
 from __future__ import annotations
 
-from typing import Any
+import math
+from typing import Any, Callable
 
 from helpers.bounds import Unbounded, max_json_bytes
 from helpers.contract import PLAIN_TEXT
@@ -83,7 +84,11 @@ COUNTED: list[tuple[str, dict[str, Any], int | None]] = [
     ("a step whose note may be free text", _closed(note={"anyOf": [{"type": "null"}, _FREE_TEXT]}, tool_call=_SCROLL),
      None),
     ("a write call with free text", _closed(tool_name={"const": "write"}, content=_FREE_TEXT), None),
-    ("an integer from 0 to 1000", {"type": "integer", "minimum": 0, "maximum": 1000}, None),
+    ("an integer from 0 to 1000", {"type": "integer", "minimum": 0, "maximum": 1000}, 1001),
+    ("an object of a direction and an integer from 1 to 10",
+     _closed(direction={"enum": ["up", "down"]}, steps={"type": "integer", "minimum": 1, "maximum": 10}), 20),
+    ("an integer with no maximum", {"type": "integer", "minimum": 0}, None),
+    ("a number from 0 to 1", {"type": "number", "minimum": 0, "maximum": 1}, None),
 ]
 
 
@@ -103,8 +108,9 @@ def count_replies(answer: Any) -> Verdict:
     return True, praise, ""
 
 
-_COUNT_HINT = ("A const allows one value, an enum one per entry; an object allows every combination of its "
-               "properties' values, anyOf the values of each branch; anything else is free.")
+_COUNT_HINT = ("A const allows one value, an enum one per entry, an integer with a minimum and a maximum one per "
+               "whole number between them (both included); an object allows every combination of its properties' "
+               "values, anyOf the values of each branch; anything else is free.")
 
 
 SOLUTIONS = {"bounded_schema": "bounded_event_schema", "count_replies": "count_replies"}
@@ -164,6 +170,26 @@ def _zero_for_free_text(schema: dict[str, Any]) -> int:
     return {"boolean": 2, "null": 1}.get(schema.get("type", ""), 0)
 
 
+def _counting_integers(rule: Callable[[int, int], int | None]) -> Callable[[dict[str, Any]], int | None]:
+    """A counter right in everything but an integer range, which it counts by `rule(minimum, maximum)`."""
+    def count(schema: dict[str, Any]) -> int | None:
+        if "const" in schema:
+            return 1
+        if "enum" in schema:
+            return len(schema["enum"])
+        parts = schema.get("anyOf") or list(schema.get("properties", {}).values())
+        if parts:
+            counts = [count(part) for part in parts]
+            if None in counts:
+                return None
+            return sum(counts) if "anyOf" in schema else math.prod(counts)
+        if schema.get("type") == "integer" and {"minimum", "maximum"} <= schema.keys():
+            return rule(schema["minimum"], schema["maximum"])
+        return {"boolean": 2, "null": 1}.get(schema.get("type"))
+
+    return count
+
+
 WRONG: dict[str, list[Any]] = {
     "bounded_schema": [
         OPEN_EVENT_SCHEMA,
@@ -181,6 +207,8 @@ WRONG: dict[str, list[Any]] = {
         _adds_properties,
         _first_branch_only,
         _zero_for_free_text,
+        _counting_integers(lambda low, high: None),  # 0 to 1000 holds exactly 1,001 integers: countable
+        _counting_integers(lambda low, high: high - low),  # one short: both ends are allowed
         lambda schema: 1,
         lambda schema: len(schema.get("properties", schema.get("enum", [0]))),
         "count_replies",

@@ -4,8 +4,9 @@ from __future__ import annotations
 from jsonschema import Draft202012Validator
 
 from helpers.exercises import Verdict
+from helpers.harness import Context, governed_turn
 from helpers.world.effects import Effect
-from helpers.world.screen import CampusStore
+from helpers.world.store import CampusStore
 
 
 def _screens() -> list[CampusStore]:
@@ -47,30 +48,59 @@ def price_answers(narrowing) -> Verdict:
             return False, "", "every price on the screen must be allowed, and nothing else"
         if validator.is_valid({"tool_name": "answer", "content": min(prices), "extra": 1}):
             return False, "", "close the object: additionalProperties false"
+        if any(validator.is_valid(partial) for partial in ({}, {"tool_name": "answer"}, {"content": min(prices)})):
+            return False, "", "an answer with a key left out passes: list tool_name and content in `required`"
     return True, "the answer can only say a price the screen shows.", hint
 
 
-def _order(product: str, quantity: int) -> Effect:
-    return Effect("place_order", f"{quantity} x {product}", True, ("place_order", product, quantity))
+class _Watched:
+    """The reader's user as the harness meets it, with what each `approve` returned kept for the hint."""
+
+    def __init__(self, user):
+        self.user, self.returned = user, []
+
+    def approve(self, effect: Effect):
+        self.returned.append(self.user.approve(effect))
+        return self.returned[-1]
+
+    def reply(self, question: str):
+        return self.user.reply(question)
+
+
+def _order_through_the_harness(user: _Watched, product: str, quantity: int) -> bool:
+    """Whether clicking Place order for `quantity` x `product` ran, governed by a harness that asks `user`. Each
+    try gets a new ledger, as after a restart that lost it: only the user's memory stands between it and a repeat."""
+    app = CampusStore(3)
+    app.signed_in, app.page, app.subject = True, "product", product
+    app.fields["quantity"] = str(quantity)
+    x, y = next(el for el in app.elements() if el.name == "Place order").grid_center()
+    step = {"note": None, "thought": "Placing the order.",
+            "tool_call": {"tool_name": "click", "element": "Place order", "x": x, "y": y}}
+    governed_turn(step, app, Context(effects_of=app.effects_of, user=user), user)
+    return bool(app.orders)
+
+
+ORDERS = [("Red mug", 2, False), ("Blue mug", 1, False), ("Red mug", 1, True), ("Red mug", 1, False)]
 
 
 def careful_user(user_class) -> Verdict:
-    """`user_class()` approves one order of exactly 1 x Red mug, once, and nothing else; it never approves from
-    what it is told, only from the effect it is shown."""
+    """`user_class()`, asked by the harness, lets one order of exactly 1 x Red mug run, once, and nothing else; it
+    never approves from what it is told, only from the effect it is shown."""
     hint = "approve only an effect whose key is ('place_order', 'Red mug', 1), and only the first time"
     if not isinstance(user_class, type):
         return False, "", hint
     try:
-        cases = [(_order("Red mug", 2), False), (_order("Blue mug", 1), False),
-                 (Effect("type_text", "'Red mug' into Search products", False, ("type_text", "Search", "Red mug")),
-                  False), (_order("Red mug", 1), True), (_order("Red mug", 1), False)]
-        user = user_class()
-        verdicts = [user.approve(effect) is True for effect, _ in cases]
+        user = _Watched(user_class())
+        ran = [_order_through_the_harness(user, product, quantity) for product, quantity, _ in ORDERS]
         reply_ok = isinstance(user_class().reply("May I place the order?"), str)
     except Exception as error:
         return False, "", f"it raised {type(error).__name__}: {error}"
-    if verdicts != [expected for _, expected in cases]:
-        return False, "", f"{hint}; yours answered {verdicts} to 2 x Red mug, 1 x Blue mug, typing, 1 x Red mug, again"
+    if odd := [value for value in user.returned if not isinstance(value, bool)]:
+        return False, "", f"approve must return True or False; yours returned {odd[0]!r}"
+    if ran != [expected for *_, expected in ORDERS]:
+        said = ", ".join(f"{quantity} x {product}: {'ran' if went else 'refused'}"
+                         for (product, quantity, _), went in zip(ORDERS, ran))
+        return False, "", f"{hint}. Through the harness: {said}"
     if not reply_ok:
         return False, "", "reply(question) must return a string"
     return True, "one order of 1 x Red mug, once: nothing else gets through.", hint
@@ -97,11 +127,28 @@ class _NoMemory(_AlwaysYes):
         return effect.key == ("place_order", "Red mug", 1)
 
 
+class _OneZero(_AlwaysYes):
+    """Right in spirit, but 1 and 0 are not True and False."""
+
+    def __init__(self):
+        self.approved = False
+
+    def approve(self, effect):
+        if effect.key == ("place_order", "Red mug", 1) and not self.approved:
+            self.approved = True
+            return 1
+        return 0
+
+
+
 WRONG = {
     "price_answers": [lambda app: [], lambda app: [{"type": "object"}],
                       lambda app: [{"type": "object", "properties": {"tool_name": {"const": "answer"},
                                                                      "content": {"type": "string"}}}],
                       lambda app: [{"type": "object", "properties": {"tool_name": {"const": "answer"},
-                                                                     "content": {"enum": ["$9.50"]}}}]],
-    "careful_user": [_AlwaysYes, _NameOnly, _NoMemory, "CarefulUser"],
+                                                                     "content": {"enum": ["$9.50"]}}}],
+                      lambda app: [{"type": "object", "additionalProperties": False, "properties": {
+                          "tool_name": {"const": "answer"}, "content": {"enum": sorted(_prices(app))}}}]
+                      if _prices(app) else []],  # nothing required: {} passes
+    "careful_user": [_AlwaysYes, _NameOnly, _NoMemory, _OneZero, "CarefulUser"],
 }

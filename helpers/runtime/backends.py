@@ -76,10 +76,11 @@ class Profile:
 
     def system_prompt(self, text: str) -> str:
         # Nemotron models on the API Catalog reason at length unless told not to.
-        return f"/no_think\n{text}" if "nemotron" in self.model.lower() else text
+        return f"/no_think\n\n{text}" if "nemotron" in self.model.lower() else text  # the NIM workshop's spelling
 
 
 NOT_PROBED = "not probed yet: connect() asks the server which dialects it enforces"
+DIALECT_SETTING = "set by WORKSHOP_DIALECT"
 IMAGES_NOT_PROBED = "not probed yet: connect() sends the server one tiny image"
 PROFILES: dict[str, Profile] = {
     "embedded": Profile("embedded", "", MODEL_ID, "response_format", None, frozenset(DIALECTS),
@@ -116,6 +117,11 @@ class ShortTraceback:
 
 class BackendError(ShortTraceback, RuntimeError):
     """The backend cannot be used as configured; the message says what to change."""
+
+
+class SettingError(BackendError, ValueError):
+    """A setting the reader typed has a value the workshop cannot use; the message names it, where it was read,
+    and what to set instead."""
 
 
 class GuidedRequestError(ShortTraceback, openai.APIStatusError):
@@ -170,13 +176,29 @@ def _colab_secret(name: str) -> str | None:
         return None
 
 
-def setting(name: str) -> str | None:
-    """A setting or secret from the environment, else a `.env` file, else Colab's secrets panel."""
-    for source in (os.environ.get, _dotenv, _colab_secret):
+def _found(name: str) -> tuple[str, str] | None:
+    """A setting's value and where it was read: the environment, the `.env` file (its path) or Colab's secrets."""
+    from helpers.runtime.paths import ROOT
+
+    for where, source in (("the environment", os.environ.get), (str(ROOT / ".env"), _dotenv),
+                          ("Colab's Secrets panel", _colab_secret)):
         value = source(name)
         if value:
-            return value.strip()
+            return value.strip(), where
     return None
+
+
+def setting(name: str) -> str | None:
+    """A setting or secret from the environment, else a `.env` file, else Colab's secrets panel."""
+    found = _found(name)
+    return found[0] if found else None
+
+
+def as_set(name: str) -> str:
+    """A setting as an error message shows it, with where it was read, so that the reader knows what to change.
+    Never for a key."""
+    value, where = _found(name) or ("", "nowhere")
+    return f"{name}={value!r} (from {where})"
 
 
 def choose_backend() -> str:
@@ -184,7 +206,8 @@ def choose_backend() -> str:
     explicit = setting("WORKSHOP_BACKEND")
     if explicit:
         if explicit not in PROFILES:
-            raise ValueError(f"WORKSHOP_BACKEND={explicit!r}; choose one of {', '.join(PROFILES)}")
+            raise SettingError(f"{as_set('WORKSHOP_BACKEND')} is no backend: set it to one of {', '.join(PROFILES)}, "
+                               "or unset it")
         return explicit
     for backend, key in (("nvidia", "NVIDIA_API_KEY"), ("hcompany", "HAI_API_KEY"), ("openai", "OPENAI_BASE_URL")):
         if setting(key):
@@ -214,20 +237,41 @@ def resolve_profile(backend: str | None = None, model: str | None = None, dialec
         base = setting("OPENAI_BASE_URL")
         if not base:
             raise BackendError("the openai backend needs OPENAI_BASE_URL, e.g. http://localhost:8000/v1 for vLLM")
+        if not base.lower().startswith(("http://", "https://")):
+            raise SettingError(f"{as_set('OPENAI_BASE_URL')} is not a URL: write it as http://HOST:PORT/v1, or remove "
+                               "it to use the embedded model")
         profile = replace(profile, base_url=base)
     profile = replace(profile, model=model or setting("WORKSHOP_MODEL") or profile.model)
     if dialect or setting("WORKSHOP_DIALECT"):
         profile = replace(profile, dialect=dialect or setting("WORKSHOP_DIALECT"),
-                          dialect_reason="passed to connect()" if dialect else "set by WORKSHOP_DIALECT")
+                          dialect_reason="passed to connect()" if dialect else DIALECT_SETTING)
     if profile.dialect not in DIALECTS:
-        raise ValueError(f"unknown dialect {profile.dialect!r}; choose one of {', '.join(DIALECTS)}")
+        if dialect:
+            raise ValueError(f"unknown dialect {dialect!r}; choose one of {', '.join(DIALECTS)}")
+        raise SettingError(f"unknown dialect in {as_set('WORKSHOP_DIALECT')}: set it to one of {', '.join(DIALECTS)}, "
+                           "or unset it")
     images = setting("WORKSHOP_IMAGES")
     if images:
         if images.lower() not in IMAGE_SETTINGS:
-            raise ValueError(f"WORKSHOP_IMAGES={images!r}; choose yes or no")
+            raise SettingError(f"{as_set('WORKSHOP_IMAGES')}: set it to yes or no, or unset it")
         profile = replace(profile, sees_images=IMAGE_SETTINGS[images.lower()], images_reason="set by WORKSHOP_IMAGES")
     # A server is only known to speak the dialect it was configured with (and plain prompts).
     return replace(profile, dialects_spoken=profile.dialects_spoken | {profile.dialect, "prompt_only"})
+
+
+def dialect_by_setting(profile: Profile) -> bool:
+    return profile.dialect_reason == DIALECT_SETTING
+
+
+def url_origin(profile: Profile) -> str:
+    """Where a server's address was set, for a message about it: the reader fixes it there."""
+    found = _found("OPENAI_BASE_URL") if profile.name == "openai" else None
+    return f" (OPENAI_BASE_URL, from {found[1]})" if found else ""
+
+
+def unreachable(profile: Profile, error: openai.APIConnectionError) -> BackendError:
+    return BackendError(f"cannot reach the {profile.name} backend at {profile.base_url}{url_origin(profile)}, "
+                        f"{type(error).__name__}: is the server running, and is that address right?")
 
 
 # --- the client: the official one, with guided-request errors explained ----------------------------------------
@@ -400,24 +444,37 @@ class ProbeResult:
         rows = [f"| {c.dialect} | {c.verdict} | {c.detail.replace('|', '/')} |" for c in self.checks]
         return "\n".join(["| dialect | verdict | what happened |", "|---|---|---|", *rows])
 
-    def advice(self, active: str) -> str:
+    def fix(self, active: str, by_setting: bool = False) -> str:
+        """What to set so that guided requests are enforced here; `by_setting`: WORKSHOP_DIALECT chose `active`."""
+        if not self.enforced:
+            return "this server enforces no dialect: use another server or backend (docs/backends.md)"
+        wanted = self.enforced[0]
+        if not by_setting:
+            return f"set WORKSHOP_DIALECT={wanted}"
+        # Unset, the openai backend probes and takes the first enforced dialect; the others take their documented one.
+        default = wanted if self.backend == "openai" else PROFILES[self.backend].dialect
+        if default in self.enforced:
+            return f"unset WORKSHOP_DIALECT (now {active}) or set it to {wanted}"
+        return f"set WORKSHOP_DIALECT={wanted} (now {active})"
+
+    def advice(self, active: str, by_setting: bool = False) -> str:
+        fix = f"{self.fix(active, by_setting)}, and restart the kernel."
         if active == "prompt_only":
             if not self.enforced:
                 return ("No dialect is enforced here, so the active dialect is prompt_only: the guided cells "
                         "will show prompt-only behaviour.")
-            return f"The active dialect is prompt_only; this server enforces {', '.join(self.enforced)}."
+            return (f"The active dialect is prompt_only; this server enforces {', '.join(self.enforced)}. "
+                    f"To guide the cells: {fix}")
         verdict = self.check(active).verdict
         if verdict == "enforced":
             return f"The active dialect, {active}, is enforced."
         effect = ("guided requests run unconstrained, like prompt-only" if verdict == "ignored"
                   else "guided requests fail")
-        fix = (f"set WORKSHOP_DIALECT={self.enforced[0]}" if self.enforced
-               else "no dialect is enforced: set WORKSHOP_DIALECT=prompt_only or use another server")
-        return f"Warning: the active dialect, {active}, was {verdict}: {effect}. Fix: {fix}, and restart the kernel."
+        return f"Warning: the active dialect, {active}, was {verdict}: {effect}. Fix: {fix}"
 
-    def report(self, active: str) -> str:
+    def report(self, active: str, by_setting: bool = False) -> str:
         return (f"probe of {self.base_url} (backend {self.backend}, model {self.model}):\n\n"
-                f"{self.table()}\n\n{self.advice(active)}")
+                f"{self.table()}\n\n{self.advice(active, by_setting)}")
 
 
 _PROBED: dict[tuple[str, str], tuple[DialectCheck, ...]] = {}
@@ -454,8 +511,7 @@ def _check(connection: Connection, dialect: str, model: type[BaseModel]) -> Dial
         said = exc.server_message if isinstance(exc, GuidedRequestError) else server_message(exc, client.api_key)
         return DialectCheck(dialect, "rejected", f"HTTP {exc.status_code}: {said}", time.perf_counter() - started)
     except openai.APIConnectionError as exc:
-        raise BackendError(f"cannot reach the {connection.profile.name} backend at {connection.profile.base_url} "
-                           f"({type(exc).__name__}): is the server running, and is the URL right?") from None
+        raise unreachable(connection.profile, exc) from None
     seconds = time.perf_counter() - started
     choice = reply.choices[0]
     problem = _mismatch(model, choice.message.content or "")
@@ -474,7 +530,7 @@ def probe(connection: Connection, *, show: bool = True, refresh: bool = False) -
         _PROBED[key] = tuple(_check(connection, dialect, model) for dialect in PROBE_ORDER)
     result = ProbeResult(connection.profile.name, connection.model, connection.profile.base_url, _PROBED[key])
     if show:
-        print(result.report(connection.profile.dialect))
+        print(result.report(connection.profile.dialect, dialect_by_setting(connection.profile)))
     return result
 
 
@@ -529,8 +585,7 @@ def probe_images(connection: Connection) -> ImageCheck:
     except openai.APIStatusError as exc:
         return ImageCheck("refused", f"HTTP {exc.status_code}: {server_message(exc, client.api_key)}")
     except openai.APIConnectionError as exc:
-        raise BackendError(f"cannot reach the {connection.profile.name} backend at {connection.profile.base_url} "
-                           f"({type(exc).__name__}): is the server running, and is the URL right?") from None
+        raise unreachable(connection.profile, exc) from None
     said = " ".join((reply.choices[0].message.content or "").split())
     words = [word.strip(".,;:!?\"'()").lower() for word in said.split()]
     named = [word for word in words if word in COLOURS]
@@ -560,12 +615,11 @@ def _first_model(client: Any, profile: Profile) -> str:
     try:
         models = client.models.list().data
     except openai.APIConnectionError as exc:
-        raise BackendError(f"cannot reach the {profile.name} backend at {profile.base_url} ({type(exc).__name__}): "
-                           "is the server running, and is OPENAI_BASE_URL right?") from None
+        raise unreachable(profile, exc) from None
     except openai.APIStatusError as exc:
-        raise BackendError(f"the {profile.name} backend at {profile.base_url} answered HTTP {exc.status_code} "
-                           f"when asked for its models: {server_message(exc)}; set WORKSHOP_MODEL, or check "
-                           "the URL and OPENAI_API_KEY") from None
+        raise BackendError(f"the {profile.name} backend at {profile.base_url}{url_origin(profile)} answered HTTP "
+                           f"{exc.status_code} when asked for its models: {server_message(exc)}; set WORKSHOP_MODEL, "
+                           "or check the URL and OPENAI_API_KEY") from None
     if not models:
         raise BackendError(f"the {profile.name} backend at {profile.base_url} lists no model: set WORKSHOP_MODEL")
     return models[0].id

@@ -10,7 +10,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from helpers.runtime.backends import BackendError, Connection, choose_backend, connect, probe
+from helpers.runtime.backends import BackendError, Connection, choose_backend, connect, dialect_by_setting, probe
 from helpers.runtime.install import install_embedded
 from helpers.runtime.embedded import missing_embedded_packages
 
@@ -44,8 +44,9 @@ def check() -> bool:
     else:
         print(f"guided round-trip in {round_trip.dialect}: {round_trip.verdict}, {round_trip.seconds:.2f} s")
     ready = round_trip is not None and round_trip.verdict == "enforced"
+    fix = result.fix(connection.profile.dialect, dialect_by_setting(connection.profile))
     print("ready: the guided cells will be guided" if ready else
-          "NOT READY: the guided cells will not be guided here; see the advice above")
+          f"NOT READY: the guided cells will not be guided here. Fix: {fix}, then run this check again")
     return ready
 
 

@@ -1,7 +1,7 @@
 """The embedded model's OpenAI-compatible server: infrastructure, not a lesson.
 
 The notebooks talk to it exactly as they would talk to NVIDIA NIM or vLLM: over HTTP, through
-the official `openai` client. Start it with `.venv/bin/python -m helpers.server`, or from
+the official `openai` client. Start it with `./workshop run helpers.server`, or from
 Python with `helpers.runtime.embedded.ensure_server()` (what `helpers.runtime.backends.connect()` does).
 
 | module         | holds                                                                       |
@@ -17,5 +17,5 @@ Python with `helpers.runtime.embedded.ensure_server()` (what `helpers.runtime.ba
 The facts the server and its clients share (the model id, the address, the server's name, the private folder
 where a server writes its port and key) live in `helpers.runtime.embedded`, which the server imports and which
 imports nothing of the server. Starting, finding and stopping a server is the client's side, and lives there too;
-the benchmark of guided decoding on this server is `python -m helpers.decoding_bench`.
+the benchmark of guided decoding on this server is `python -m helpers.bench.decoding`.
 """

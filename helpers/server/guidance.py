@@ -17,6 +17,7 @@ builds the grammar under explicit limits. Each refusal is a 400 that names the l
 """
 from __future__ import annotations
 
+import copy
 import json
 import re
 from typing import Any
@@ -25,6 +26,7 @@ from llguidance import LLMatcher, LLParserLimits, LLTokenizer
 
 from helpers.contract import PLAIN_TEXT
 from helpers.runtime.dialects import Constraint
+from helpers.runtime.schema_tree import nodes
 from helpers.server.protocol import RequestError
 
 # Compact separators keep a tiny model on short, natural tokens (", " and ": "); a
@@ -46,8 +48,6 @@ _LIMIT_WORDS = re.compile(r"fuel|too big|too large|too many")
 
 # A pattern that is one character class repeated, anchored at both ends: `^[...]*$`.
 _CLASS_REPEATED = re.compile(r"\^(\[(?:\\.|[^\]\\])+\])\*\$")
-# Keywords whose values are data, not subschemas: a `const` object may have a "pattern" key of its own.
-_DATA_KEYWORDS = frozenset({"const", "enum", "default", "examples"})
 _PLAIN_CLASS = _CLASS_REPEATED.fullmatch(PLAIN_TEXT).group(1)
 TOKEN_SLICES: list[str] = LLTokenizer.general_slices() + [f"{_PLAIN_CLASS}{{1,10}}", f"{_PLAIN_CLASS}{{1,30}}",
                                                           f"{_PLAIN_CLASS}+"]
@@ -58,21 +58,22 @@ def length_in_pattern(schema: Any) -> Any:
 
     Both accept exactly the same strings; only the second lets llguidance's slicer work.
     """
-    if isinstance(schema, list):
-        return [length_in_pattern(item) for item in schema]
-    if not isinstance(schema, dict):
-        return schema
-    rewritten = {key: value if key in _DATA_KEYWORDS else length_in_pattern(value) for key, value in schema.items()}
-    pattern = rewritten.get("pattern")
-    repeated = _CLASS_REPEATED.fullmatch(pattern) if isinstance(pattern, str) else None
-    lowest, highest = rewritten.get("minLength", 0), rewritten.get("maxLength", "")
-    counts = all(isinstance(n, int) and not isinstance(n, bool) and n >= 0 for n in (lowest, highest or 0))
-    if repeated and ("minLength" in rewritten or "maxLength" in rewritten) and counts \
-            and (highest == "" or lowest <= highest):
-        rewritten.pop("minLength", None)
-        rewritten.pop("maxLength", None)
-        rewritten["pattern"] = f"^{repeated.group(1)}{{{lowest},{highest}}}$"
+    rewritten = copy.deepcopy(schema)
+    for node in nodes(rewritten):
+        if node.kind == "schema":
+            _length_into_pattern(node.value)
     return rewritten
+
+
+def _length_into_pattern(node: dict) -> None:
+    pattern = node.get("pattern")
+    repeated = _CLASS_REPEATED.fullmatch(pattern) if isinstance(pattern, str) else None
+    lowest, highest = node.get("minLength", 0), node.get("maxLength", "")
+    counts = all(isinstance(n, int) and not isinstance(n, bool) and n >= 0 for n in (lowest, highest or 0))
+    if repeated and ("minLength" in node or "maxLength" in node) and counts and (highest == "" or lowest <= highest):
+        node.pop("minLength", None)
+        node.pop("maxLength", None)
+        node["pattern"] = f"^{repeated.group(1)}{{{lowest},{highest}}}$"
 
 
 def grammar_text(constraint: Constraint) -> str:
@@ -96,25 +97,19 @@ def check_limits(constraint: Constraint) -> None:
     if constraint.kind == "choice" and len(value) > MAX_ENUM_VALUES:
         raise RequestError(f"{field} offers {len(value)} choices; this server takes at most {MAX_ENUM_VALUES}",
                            field, "enum_too_large")
-    pending, values = [(value, 1, False)], 1
-    while pending:
-        node, depth, is_data = pending.pop()
-        if depth > MAX_SCHEMA_DEPTH:
+    values = 1
+    for node in nodes(value):
+        # A level of JSON for the node, and one more for what it holds (a string counts as a level).
+        if len(node.path) + (2 if node.value else 1) > MAX_SCHEMA_DEPTH:
             raise RequestError(f"{field} nests deeper than {MAX_SCHEMA_DEPTH} levels of JSON objects and arrays, "
                                "the most this server compiles", field, "schema_too_deep")
-        if not isinstance(node, (dict, list)):
-            continue
-        values += len(node)
+        values += len(node.value)
         if values > MAX_SCHEMA_CHARS:  # every value takes a character of JSON text at least
             raise too_large
-        if isinstance(node, list):
-            pending += [(item, depth + 1, is_data) for item in node]
-            continue
-        enum = node.get("enum")
-        if not is_data and isinstance(enum, list) and len(enum) > MAX_ENUM_VALUES:
+        enum = node.value.get("enum") if node.kind == "schema" else None
+        if isinstance(enum, list) and len(enum) > MAX_ENUM_VALUES:
             raise RequestError(f"{field}: an enum of {len(enum)} values; this server takes at most {MAX_ENUM_VALUES}",
                                field, "enum_too_large")
-        pending += [(item, depth + 1, is_data or key in _DATA_KEYWORDS) for key, item in node.items()]
     if len(json.dumps(value)) > MAX_SCHEMA_CHARS:
         raise too_large
 

@@ -5,9 +5,9 @@ and a widget built from core ipywidgets only (IntSlider, Play, HTML, Image, VBox
 JupyterLab's ipywidgets 8 and Colab's 7.7. The views take plain data (strings, bytes, lists): they import no
 lesson module, and a lesson module turns what it records into their frames.
 
-| module    | holds                                                                                   |
-|-----------|-----------------------------------------------------------------------------------------|
-| `slider`  | the one slider both views share: a Play button and an IntSlider over numbered pages      |
-| `steps`   | an agent run, step by step: the screen, the proposed step, the harness's verdict, the ledger |
-| `tokens`  | a guided reply, token by token: who chose each token, how many were allowed, the alternatives |
+| module         | holds                                                                                   |
+|----------------|-----------------------------------------------------------------------------------------|
+| `slider`       | the one slider both views share: a Play button and an IntSlider over numbered pages      |
+| `step_through` | an agent run, step by step: the screen, the proposed step, the harness's verdict, the ledger |
+| `tokens`       | a guided reply, token by token: who chose each token, how many were allowed, the alternatives |
 """

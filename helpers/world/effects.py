@@ -10,9 +10,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Literal
 
+from helpers.world.passwords import concealing
+
 Action = Literal["place_order", "type_text"]
 
 
+@concealing
 @dataclass(frozen=True)
 class Effect:
     """One change an action would make. `key` says when two effects are the same one (the same cart)."""
@@ -29,6 +32,7 @@ class Effect:
         return f"{verb}: {self.detail}"
 
 
+@concealing
 @dataclass
 class Entry:
     effect: Effect
@@ -41,6 +45,7 @@ class Entry:
                 "asked": self.asked, "blocked_by": self.blocked_by}
 
 
+@concealing
 @dataclass
 class Ledger:
     """Every side effect an episode attempted, in order: executed or blocked, asked for or not.

@@ -28,7 +28,7 @@ import re
 from dataclasses import dataclass, field
 
 from helpers.steps import Step
-from helpers.world.screen import CATALOG, CLICKABLE, CampusStore, Element
+from helpers.world.store import CATALOG, CLICKABLE, CampusStore, Element
 from helpers.world.scripted_policy import ScriptedPolicy, _click
 from helpers.world.tasks import Task
 

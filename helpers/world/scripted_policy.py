@@ -8,7 +8,7 @@ and gives the upper bound in the results table.
 from __future__ import annotations
 
 from helpers.steps import Step
-from helpers.world.screen import CampusStore, Element
+from helpers.world.store import CampusStore, Element
 from helpers.world.tasks import Task
 
 

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from helpers.runtime.paths import DATA
 from helpers.world.effects import Effect
-from helpers.world.screen import CampusStore
+from helpers.world.store import CampusStore
 
 TASKS_FILE = DATA / "tasks.json"
 # More tasks with an instruction planted on a page, for the obedient adversary. A file apart, so that the model's

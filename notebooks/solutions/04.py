@@ -3,7 +3,7 @@ import json
 
 from helpers.contract import ANSWER_JSON_SCHEMA, ANSWER_TOKENS
 from helpers.ladder import Reply
-from helpers.world.screen import CampusStore
+from helpers.world.store import CampusStore
 
 
 def step(tool_call):

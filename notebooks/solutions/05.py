@@ -23,6 +23,8 @@ def count_replies(schema):
                 return None
             total *= count
         return total
+    if schema.get("type") == "integer" and "minimum" in schema and "maximum" in schema:
+        return schema["maximum"] - schema["minimum"] + 1  # both ends included
     return {"boolean": 2, "null": 1}.get(schema.get("type"))
 
 

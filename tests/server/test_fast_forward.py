@@ -11,8 +11,8 @@ import pytest
 
 from helpers.contract import ANSWER_JSON_SCHEMA
 from helpers.runtime.embedded import MODEL_ID
-from helpers.decoding_bench import cases as bench_cases
-from helpers.decoding_bench import messages_for
+from helpers.bench.decoding import cases as bench_cases
+from helpers.bench.decoding import messages_for
 from helpers.server.protocol import parse_chat_request
 
 pytestmark = [pytest.mark.integration,
@@ -142,7 +142,7 @@ def test_a_penalty_changes_the_greedy_reply_but_never_its_validity(engine):
 
 def test_the_batch_cost_table_holds_flash_attention_to_exact_batches():
     """`bench --batch-cost`: a row per setting and context, and its last column the reason flash attention is on."""
-    from helpers.decoding_bench import batch_cost
+    from helpers.bench.decoding import batch_cost
 
     lines = batch_cost(contexts=(40, 300), rounds=1).splitlines()
     rows = [[cell.strip() for cell in line.strip("|").split("|")] for line in lines[2:]]

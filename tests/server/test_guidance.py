@@ -84,8 +84,19 @@ def test_a_schema_nested_too_deep_is_a_400_naming_the_limit_not_a_recursion_erro
     assert error.code == "schema_too_deep" and str(MAX_SCHEMA_DEPTH) in str(error)
 
 
-def test_a_schema_just_within_the_depth_limit_compiles():
-    compile_matcher(Constraint("json_schema", nested(MAX_SCHEMA_DEPTH // 2 - 1), "guided_json"), BYTES)
+def nested_lists(depth: int) -> dict:
+    """A schema exactly `depth` levels of JSON deep: its object, then a `const` of nested lists."""
+    value: list = []
+    for _ in range(depth - 2):
+        value = [value]
+    return {"const": value}
+
+
+def test_a_schema_at_the_depth_limit_is_enforced_and_one_level_deeper_is_refused():
+    at_limit = Constraint("json_schema", nested_lists(MAX_SCHEMA_DEPTH), "guided_json")
+    assert accepts(at_limit, json.dumps(at_limit.value["const"])) and not accepts(at_limit, "[]")
+    error = refusal(Constraint("json_schema", nested_lists(MAX_SCHEMA_DEPTH + 1), "guided_json"))
+    assert error.code == "schema_too_deep"
 
 
 @pytest.mark.parametrize("constraint", [
@@ -99,8 +110,18 @@ def test_an_enum_over_the_limit_is_a_400_naming_it(constraint):
 
 
 def test_an_enum_inside_a_const_is_data_not_a_schema():
-    compile_matcher(Constraint("json_schema", {"const": {"enum": list(range(MAX_ENUM_VALUES + 1))}}, "guided_json"),
-                    BYTES)
+    value = {"enum": list(range(MAX_ENUM_VALUES + 1))}
+    constraint = Constraint("json_schema", {"const": value}, "guided_json")
+    assert accepts(constraint, json.dumps(value, separators=(", ", ": ")))
+    assert not accepts(constraint, json.dumps({"enum": [0]}, separators=(", ", ": ")))
+
+
+def test_a_property_named_like_a_data_keyword_is_a_schema():
+    # The walk tells a subschema from data by where it sits, not by the key it sits under.
+    enum = {"type": "object", "properties": {"const": {"enum": list(range(MAX_ENUM_VALUES + 1))}}}
+    assert refusal(Constraint("json_schema", enum, "guided_json")).code == "enum_too_large"
+    bounded = {"type": "object", "properties": {"default": {"maxLength": 3, "pattern": "^[a-z]*$"}}}
+    assert length_in_pattern(bounded)["properties"]["default"] == {"pattern": "^[a-z]{0,3}$"}
 
 
 @pytest.mark.parametrize("constraint", [
@@ -210,7 +231,7 @@ def test_with_the_models_vocabulary_the_rewrite_and_slices_change_no_mask():
 def walk_schemas():
     """Schemas with keys, consts, enums, numbers, arrays, nulls and bounded free text."""
     from helpers.contract import ANSWER_JSON_SCHEMA
-    from helpers.decoding_bench import cases
+    from helpers.bench.decoding import cases
 
     return {"step": STEP_SCHEMA, "answer": ANSWER_JSON_SCHEMA, "per-screen": cases("per-screen")[1].schema}
 

@@ -10,8 +10,8 @@ import pytest
 from helpers.assistant import load_evals, messages_for as assistant_messages
 from helpers.goal import goal_messages, goal_schema
 from helpers.loop import ScriptedProposer, run_episode
-from helpers.decoding_bench import cases as bench_cases
-from helpers.world.screen import CATALOG
+from helpers.bench.decoding import cases as bench_cases
+from helpers.world.store import CATALOG
 from helpers.world.scripted_policy import ScriptedPolicy
 from helpers.world.tasks import instruction, load_tasks, start_app
 

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from PIL import Image, ImageDraw, ImageFont
 
 from helpers.world.effects import Effect
+from helpers.world.passwords import conceal, concealing, register
 
 WIDTH, HEIGHT = 800, 600
 ROW = 46
@@ -24,9 +25,11 @@ CATALOG = ["Blue mug", "Red mug", "Travel mug", "Mug warmer", "Campus hoodie", "
 CLICKABLE = {"textbox", "button", "link"}
 # What each text box takes, as an HTML form declares it with <input type=...>.
 INPUT_TYPES = {"username": "text", "password": "password", "query": "search", "quantity": "number"}
-# What a password box shows for each character, in the tree and the screenshot alike, as a browser does: the
-# typed value stays in the app (it signs in with it) and never reaches what the agent sees, its traces or records.
+# What a filled password box shows, in the tree and the screenshot alike: a fixed row of dots, whatever was typed,
+# so that not even the password's length reaches what the agent sees, its traces or records. The typed value stays
+# in the app, which signs in with it.
 MASK = "\u2022"
+PASSWORD_SHOWN = MASK * 8
 
 
 @dataclass(frozen=True)
@@ -51,8 +54,9 @@ class Element:
 
     @property
     def shown_value(self) -> str:
-        """The value as the screen shows it: a password as one dot per character."""
-        return masked(self.value) if self.input_type == "password" else self.value
+        """The value as the screen shows it: a password box as a fixed row of dots, and a known password typed
+        into any other box concealed too (a page may ask for it to be typed where it shows)."""
+        return masked(self.value) if self.input_type == "password" else conceal(self.value)
 
     def grid_box(self) -> tuple[int, int, int, int]:
         """The box on Holo3's 0-1000 grid."""
@@ -72,6 +76,7 @@ class Order:
     receipt: str
 
 
+@concealing
 @dataclass
 class CampusStore:
     seed: int = 0
@@ -94,7 +99,17 @@ class CampusStore:
         self.username, self.password = "ada", f"lovelace{rng.randint(10, 99)}"
         self.products = {name: Product(name, f"${rng.randint(2, 39)}.{rng.choice(['00', '50', '95'])}",
                                        rng.randint(3, 20), f"NF-{rng.randint(1000, 9999)}") for name in CATALOG}
-        self.receipts = iter(rng.sample(range(1000, 9999), 20))
+        self.receipts = rng.sample(range(1000, 9999), 20)  # the day's receipt numbers: 20 orders at most
+
+    @property
+    def password(self) -> str:
+        return self._password
+
+    @password.setter
+    def password(self, value: str) -> None:
+        """The account's password, which the store knows is secret: from now on it is concealed wherever shown."""
+        register(value)
+        self._password = value
 
     # --- what the agent sees -------------------------------------------------------------------------
 
@@ -170,14 +185,14 @@ class CampusStore:
             focus = " focused" if el.role == "textbox" and el.target == self.focused else ""
             lines.append(f'[{i}] {el.role} "{el.name}"{value}{focus} box={list(el.grid_box())} '
                          f"center={list(el.grid_center())}")
-        return "\n".join(lines)
+        return conceal("\n".join(lines))
 
     def screenshot(self) -> Image.Image:
         image = Image.new("RGB", (WIDTH, HEIGHT), "white")
         draw = ImageDraw.Draw(image)
         font, bold = ImageFont.load_default(size=17), ImageFont.load_default(size=21)
         draw.rectangle((0, 0, WIDTH, 56), fill="#1f3b63")
-        draw.text((16, 16), self.url, fill="white", font=font)
+        draw.text((16, 16), conceal(self.url), fill="white", font=font)
         for el in self.elements():
             _draw_element(draw, el, el.target == self.focused, bold if el.role == "heading" else font)
         return image
@@ -275,8 +290,12 @@ class CampusStore:
         if int(typed) > product.stock:
             self.flash = f"Only {product.stock} in stock"
             return f"order refused: only {product.stock} in stock"
+        if len(self.orders) >= len(self.receipts):
+            self.flash = "The store takes no more orders today"
+            return "order refused: the store takes no more orders today"
+        # the receipt is taken with the order, so that every order the effects list has an entry in `orders` too
         self.effects.append(self._pending_order(int(typed)))
-        self.orders.append(Order(product.name, int(typed), str(next(self.receipts))))
+        self.orders.append(Order(product.name, int(typed), str(self.receipts[len(self.orders)])))
         self._navigate("confirmation", self.orders[-1].receipt)
         return f"order placed: {typed} x {product.name}"
 
@@ -297,11 +316,9 @@ class CampusStore:
         return []
 
     def _shown(self, content: str) -> str:
-        """Typed text as a reply or a record of the typing says it: into a password box, as dots; the account's
-        password typed into any other box, as dots too (a page may ask for it to be typed where it shows)."""
-        if INPUT_TYPES.get(self.focused or "") == "password":
-            return masked(content)
-        return content.replace(self.password, masked(self.password)) if self.password else content
+        """Typed text as a reply or a record of the typing says it: into a password box, as the box shows it; a known
+        password typed into any other box, concealed (a page may ask for it to be typed where it shows)."""
+        return masked(content) if INPUT_TYPES.get(self.focused or "") == "password" else conceal(content)
 
     def _typing(self, content: str) -> list[Effect]:
         label = next((el.name for el in self.elements() if el.role == "textbox" and el.target == self.focused),
@@ -311,7 +328,8 @@ class CampusStore:
 
     def _would_order(self, quantity: str | None = None) -> list[Effect]:
         typed = (self.fields.get("quantity", "") if quantity is None else quantity).strip() or "1"
-        if self.page != "product" or not typed.isdigit() or not 1 <= int(typed) <= self.products[self.subject].stock:
+        if self.page != "product" or not typed.isdigit() or not 1 <= int(typed) <= self.products[self.subject].stock \
+                or len(self.orders) >= len(self.receipts):
             return []  # the app refuses this order: nothing would happen
         return [self._pending_order(int(typed))]
 
@@ -323,20 +341,22 @@ class CampusStore:
 
 
 def masked(text: str) -> str:
-    return MASK * len(text)
+    """A password box's value as the screen shows it: the fixed row of dots when anything is typed."""
+    return PASSWORD_SHOWN if text else ""
 
 
 def _draw_element(draw: ImageDraw.ImageDraw, el: Element, focused: bool, font: ImageFont.ImageFont) -> None:
     x0, y0, x1, y1 = el.box
+    name = conceal(el.name)  # a results heading repeats the query, which may be a password typed in the wrong box
     if el.role == "button":
         draw.rounded_rectangle(el.box, radius=8, fill="#2e6fd8")
-        draw.text((x0 + 14, y0 + 9), el.name, fill="white", font=font)
+        draw.text((x0 + 14, y0 + 9), name, fill="white", font=font)
     elif el.role == "textbox":
         draw.rectangle(el.box, outline="#d8872e" if focused else "#888888", width=3 if focused else 1)
-        draw.text((x0 + 10, y0 + 9), el.shown_value or el.name, fill="black" if el.value else "#999999", font=font)
+        draw.text((x0 + 10, y0 + 9), el.shown_value or name, fill="black" if el.value else "#999999", font=font)
     elif el.role == "link":
         color = "white" if y1 < 56 else "#1a56c4"  # header links sit on the dark title bar
-        draw.text((x0, y0 + 9), el.name, fill=color, font=font)
-        draw.line((x0, y1 - 6, x0 + draw.textlength(el.name, font=font), y1 - 6), fill=color)
+        draw.text((x0, y0 + 9), name, fill=color, font=font)
+        draw.line((x0, y1 - 6, x0 + draw.textlength(name, font=font), y1 - 6), fill=color)
     else:
-        draw.text((x0, y0 + 6), el.name, fill="black", font=font)
+        draw.text((x0, y0 + 6), name, fill="black", font=font)

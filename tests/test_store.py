@@ -1,9 +1,11 @@
 import io
+from dataclasses import replace
 
 import pytest
 from PIL import Image
 
-from helpers.world.screen import HEIGHT, WIDTH, CampusStore
+from helpers.world.passwords import CONCEALED
+from helpers.world.store import HEIGHT, PASSWORD_SHOWN, WIDTH, CampusStore
 
 
 def home(seed: int = 0) -> CampusStore:
@@ -16,10 +18,19 @@ def center(app: CampusStore, name: str) -> tuple[int, int]:
     return next(el for el in app.elements() if el.name == name).grid_center()
 
 
-def test_screenshot_is_a_png_of_fixed_size_and_deterministic_per_seed():
-    image = Image.open(io.BytesIO(CampusStore(4).png()))
+def product_page(seed: int) -> CampusStore:
+    app = home(seed)
+    app.page, app.subject = "product", "Blue mug"
+    return app
+
+
+def test_screenshot_is_a_png_of_fixed_size_that_the_seed_decides():
+    """A product page shows the seed's price, stock and SKU: the same seed draws the same picture, another seed
+    another one (the sign-in page, which shows nothing of the seed, could not tell)."""
+    image = Image.open(io.BytesIO(product_page(4).png()))
     assert image.size == (WIDTH, HEIGHT) and image.format == "PNG"
-    assert CampusStore(4).png() == CampusStore(4).png()
+    assert product_page(4).png() == product_page(4).png()
+    assert product_page(4).png() != product_page(5).png()
 
 
 def test_values_vary_by_seed():
@@ -122,21 +133,48 @@ def signin_with_typed_password(password: str) -> tuple[CampusStore, str]:
     return app, app.write(password)
 
 
-def test_a_password_box_shows_dots_in_the_tree_the_screenshot_the_reply_and_the_effect():
+def test_a_password_box_shows_a_fixed_row_of_dots_in_the_tree_the_screenshot_the_reply_and_the_effect():
     app, said = signin_with_typed_password("lovelace42")
-    assert 'textbox "Password" type=password value="\u2022\u2022\u2022\u2022\u2022\u2022\u2022\u2022\u2022\u2022"' \
-        in app.accessibility_tree()
+    assert f'textbox "Password" type=password value="{PASSWORD_SHOWN}"' in app.accessibility_tree()
     assert "lovelace42" not in app.accessibility_tree() and "lovelace42" not in said
-    assert all("lovelace42" not in effect.detail for effect in app.effects)
+    assert all("lovelace42" not in effect.detail and "lovelace42" not in repr(effect) for effect in app.effects)
     assert app.effects[0].text == "lovelace42"  # the app keeps the value: it signs in with it
-    # The screenshot depends on the password's length only: another password of that length draws the same image.
-    assert app.png() == signin_with_typed_password("hopper7xyz")[0].png()
-    assert app.png() != signin_with_typed_password("hopper7")[0].png()
+    # Not even the length shows: a password of another length draws the same screen, and an empty box another one.
+    assert app.png() == signin_with_typed_password("hopper7")[0].png()
+    assert app.accessibility_tree() == signin_with_typed_password("hopper7")[0].accessibility_tree()
+    assert app.png() != signin_with_typed_password("")[0].png()
 
 
 def test_the_accounts_password_typed_into_another_box_is_dots_in_the_reply_and_the_effect():
     app = home()
     app.click(*center(app, "Search products"))
-    said = app.write(app.password, press_enter=False)
+    said = app.write(app.password, press_enter=True)
     assert app.password not in said and app.password not in app.effects[-1].detail
     assert "Search products" in app.effects[-1].detail
+    # the results page repeats the query in its URL and its heading: the password shows in neither
+    assert app.page == "results" and app.password in app.url
+    assert app.password not in app.accessibility_tree() and CONCEALED in app.accessibility_tree()
+    assert app.png() == searched_for("lovelace99").png() and app.png() != searched_for("lovelace98x").png()
+
+
+def searched_for(query: str) -> CampusStore:
+    """The results page after searching for `query`, on an account whose password is "lovelace99"."""
+    app = home()
+    app.password = "lovelace99"
+    app.click(*center(app, "Search products"))
+    app.write(query, press_enter=True)
+    return app
+
+
+def test_an_order_and_its_receipt_stay_in_step_when_the_days_receipts_run_out():
+    app = product_page(0)
+    app.signed_in = True
+    results = []
+    for _ in range(len(app.receipts) + 2):
+        app.page, app.subject = "product", "Blue mug"
+        app.products["Blue mug"] = replace(app.products["Blue mug"], stock=99)
+        predicted = app.effects_of("click", dict(zip("xy", center(app, "Place order"))))
+        results.append((bool(predicted), app.click(*center(app, "Place order"))))
+    assert len(app.orders) == len(app.effects) == len(app.receipts)
+    assert results[-1] == (False, "order refused: the store takes no more orders today")
+    assert len({order.receipt for order in app.orders}) == len(app.orders)

@@ -1,4 +1,4 @@
-"""Benchmark the embedded server: `python -m helpers.decoding_bench --schema step`, `--termination` or `--flood 40`.
+"""Benchmark the embedded server: `python -m helpers.bench.decoding --schema step`, `--termination` or `--flood 40`.
 
 The default run measures guided and unguided decoding side by side, for one kind of schema
 (`--schema step|answer|per-screen`). Every number comes from one run on one machine, so the
@@ -115,7 +115,8 @@ def cases(schema_name: str) -> list[Case]:
         return [Case(STEP_SCHEMA, messages_for(STEP_SCHEMA, task)) for task in STEP_TASKS]
     if schema_name == "answer":
         return [Case(ANSWER_JSON_SCHEMA, messages_for(ANSWER_JSON_SCHEMA, task)) for task in ANSWER_TASKS]
-    from helpers.loop import observation_message, per_screen_schema, system_prompt
+    from helpers.loop import observation_message, system_prompt
+    from helpers.screen_schema import per_screen_schema
     from helpers.world.tasks import instruction, load_tasks, start_app
 
     chosen = [task for task in load_tasks() if task.id in PER_SCREEN_TASKS]
@@ -411,12 +412,14 @@ def main(argv: list[str] | None = None) -> None:
     from helpers.runtime.backends import embedded_client
     from helpers.runtime.embedded import find_server, stop_server
 
-    parser = argparse.ArgumentParser(prog="python -m helpers.decoding_bench", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="python -m helpers.bench.decoding", description=__doc__.splitlines()[0])
     parser.add_argument("--schema", choices=SCHEMAS, default="step",
                         help="the schema of the 4 tasks: the Holo3 Step, the answer contract, or the Step "
                              "narrowed to each task's first screen (default step)")
-    parser.add_argument("--trials", type=int, default=10, help="seeds per task and mode (4 tasks each)")
-    parser.add_argument("--max-tokens", type=int, default=200)
+    parser.add_argument("--trials", type=positive, default=10,
+                        help="seeds per task and mode, 4 tasks each (default 10); with --termination, seeds per "
+                             "schema and penalty")
+    parser.add_argument("--max-tokens", type=int, default=200, help="per reply (default 200)")
     parser.add_argument("--port", type=int, default=8799, help="a free port for the benchmark's own server")
     parser.add_argument("--flood", type=int, default=0, metavar="N",
                         help="instead: N clients at once, each asking for 60 tokens; count the answers")
@@ -436,11 +439,11 @@ def main(argv: list[str] | None = None) -> None:
                         help="with --flood: a second model server on --port + 1 decodes flat out meanwhile")
     args = parser.parse_args(argv)
     if args.settings:
-        print(f"python -m helpers.decoding_bench --settings  (model {MODEL_ID}, median of 4 runs per setting, ABBA)")
+        print(f"python -m helpers.bench.decoding --settings  (model {MODEL_ID}, median of 4 runs per setting, ABBA)")
         print(settings_sweep())
         return
     if args.batch_cost:
-        print(f"python -m helpers.decoding_bench --batch-cost  (model {MODEL_ID}, median of 3 runs)")
+        print(f"python -m helpers.bench.decoding --batch-cost  (model {MODEL_ID}, median of 3 runs)")
         print(batch_cost())
         return
     server_args = ("--threads", str(args.threads)) if args.threads else ()
@@ -456,7 +459,7 @@ def main(argv: list[str] | None = None) -> None:
             stop_server(args.port)
             if load_port:
                 stop_server(load_port)
-        print(f"python -m helpers.decoding_bench --flood {args.flood}{' --with-load' if load_port else ''}{threads}  "
+        print(f"python -m helpers.bench.decoding --flood {args.flood}{' --with-load' if load_port else ''}{threads}  "
               f"(60 tokens each, model {MODEL_ID})")
         print(table)
         return
@@ -467,7 +470,7 @@ def main(argv: list[str] | None = None) -> None:
             table = termination(client, MODEL_ID, args.max_tokens, args.temperature, args.trials)
         finally:
             stop_server(args.port)
-        print(f"python -m helpers.decoding_bench --termination --trials {args.trials} --max-tokens {args.max_tokens} "
+        print(f"python -m helpers.bench.decoding --termination --trials {args.trials} --max-tokens {args.max_tokens} "
               f"--temperature {args.temperature}{threads}  ({len(load_unbounded_cases())} schemas x {args.trials} "
               f"seeds per penalty, model {MODEL_ID})")
         print(table)
@@ -475,23 +478,34 @@ def main(argv: list[str] | None = None) -> None:
     try:
         chosen = cases(args.schema)
         plain, guided = ModeStats(), ModeStats()
-        half = max(1, args.trials // 2)
-        # ABBA: unguided, guided, guided, unguided, each pass with its own seeds, so that drift in machine load
-        # hits both modes alike and every mode sees every seed.
-        for seeds, order in ((range(half), (False, True)), (range(half, 2 * half), (True, False))):
+        for seeds, order in abba(args.trials):
             for is_guided in order:
                 part = run_mode(client, MODEL_ID, is_guided, chosen, seeds, args.max_tokens)
                 merge(guided if is_guided else plain, part)
     finally:
         stop_server(args.port)
-    print(f"python -m helpers.decoding_bench --schema {args.schema} --trials {2 * half} --max-tokens {args.max_tokens}"
-          f"{threads}  ({len(chosen)} tasks x {2 * half} seeds per mode, model {MODEL_ID})")
+    print(f"python -m helpers.bench.decoding --schema {args.schema} --trials {args.trials} --max-tokens "
+          f"{args.max_tokens}{threads}  ({len(chosen)} tasks x {args.trials} seeds per mode, model {MODEL_ID})")
     print(report(guided, plain, ready_s))
 
 
 def merge(into: ModeStats, part: ModeStats) -> None:
     for name, value in vars(part).items():
         setattr(into, name, getattr(into, name) + value)
+
+
+def abba(trials: int) -> tuple[tuple[range, tuple[bool, bool]], ...]:
+    """The passes of a run, as (seeds, guided or not in order): unguided then guided on the first seeds, guided then
+    unguided on the rest, so that drift in the machine's load hits both modes alike. Each mode runs every seed of
+    range(trials); an odd count gives the first pass the extra seed."""
+    first = (trials + 1) // 2
+    return (range(first), (False, True)), (range(first, trials), (True, False))
+
+
+def positive(text: str) -> int:
+    if not text.isdigit() or int(text) < 1:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number of 1 or more")
+    return int(text)
 
 
 if __name__ == "__main__":

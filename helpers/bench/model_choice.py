@@ -1,4 +1,4 @@
-"""Which model to embed, by measurement: `python -m helpers.model_choice [GGUF ...]`.
+"""Which model to embed, by measurement: `python -m helpers.bench.model_choice [GGUF ...]`.
 
 For each GGUF file (default: the embedded SmolLM2-135M-Instruct), loaded the way the embedded server loads its own
 (the same engine, one decode thread), the goal step of notebook 06 on every task of data/tasks.json: the model
@@ -18,7 +18,7 @@ from pathlib import Path
 from helpers.agent import parse_goal
 from helpers.goal import GOAL_TOKENS, goal_messages, goal_schema
 from helpers.runtime.dialects import Constraint
-from helpers.world.screen import CATALOG
+from helpers.world.store import CATALOG
 from helpers.world.tasks import Task, instruction, load_tasks, same_goal, start_app, task_goal
 
 
@@ -54,7 +54,7 @@ def read_goals(path: Path | None, tasks: list[Task], seed: int = 0) -> dict:
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(prog="python -m helpers.model_choice", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="python -m helpers.bench.model_choice", description=__doc__.splitlines()[0])
     parser.add_argument("models", nargs="*", type=Path, help="GGUF files (default: the embedded model)")
     parser.add_argument("--json", type=Path, default=None, help="write every reading here")
     args = parser.parse_args(argv)

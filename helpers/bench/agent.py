@@ -1,4 +1,4 @@
-"""Benchmark the agent configurations side by side: `python -m helpers.agent_bench --seeds 3`.
+"""Benchmark the agent configurations side by side: `python -m helpers.bench.agent --seeds 3`.
 
 Runs every task x seed in each configuration (`bare`, `per_screen`, `grounded`, `governed`, `handwritten`; see
 `helpers.agent`) on whatever `helpers.runtime.backends.connect()` selects, or on a policy that needs no model:
@@ -31,10 +31,10 @@ from pathlib import Path
 from helpers.agent import CONFIGS, MAX_STEPS, Episode, ReplayPolicy, governed_repair, run_episode, summarize
 from helpers.grounding import NARROWINGS
 from helpers.harness import Tracer
-from helpers.instruction import conceal
 from helpers.loop import ModelPolicy, ScriptedProposer
 from helpers.runtime.versions import software_versions
 from helpers.steps import STEP_TOKENS
+from helpers.world.passwords import conceal
 from helpers.world.obedient_policy import ObedientPolicy
 from helpers.world.scripted_policy import ScriptedPolicy
 from helpers.world.tasks import (INJECTED_FILE, STARTS, Task, at_start, injected_tasks, load_tasks, same_goal,
@@ -71,7 +71,7 @@ def calls_made(episode: Episode) -> list[dict]:
     passwords concealed. Short enough to keep in the record of a short episode, to see why it failed."""
     calls = [{"call": turn.step["tool_call"] if turn.step else None, "result": turn.tool_output[:120]}
              for turn in episode.turns]
-    return json.loads(conceal(json.dumps(calls), episode.secrets))
+    return json.loads(conceal(json.dumps(calls)))
 
 
 def horizon_tasks(ids: list[str], starts: list[str]) -> list[Task]:
@@ -247,7 +247,7 @@ def report_files(sources: list[Path], json_path: Path | None, chart_path: Path |
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(prog="python -m helpers.agent_bench", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="python -m helpers.bench.agent", description=__doc__.splitlines()[0])
     parser.add_argument("--seeds", type=int, default=3, help="how many seeds (default 3)")
     parser.add_argument("--first-seed", type=int, default=0,
                         help="start the seeds here (default 0), to add seeds to an earlier run with --from")
@@ -317,7 +317,7 @@ def main(argv: list[str] | None = None) -> None:
                 records.append(record)
                 print(episode_line(episode) + (f"  (horizon {horizon})" if horizon is not None else ""), flush=True)
     summary = summarize(records)
-    command = "python -m helpers.agent_bench " + portable(argv if argv is not None else sys.argv[1:])
+    command = "python -m helpers.bench.agent " + portable(argv if argv is not None else sys.argv[1:])
     print(f"\n{command}  ({time.perf_counter() - started:.0f} s)")
     print(table(summary))
     if args.horizon:

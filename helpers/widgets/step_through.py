@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any, Iterable
 
 from helpers.widgets.slider import slider_view
+from helpers.world.passwords import conceal
 
 NO_HARNESS = "no harness: a valid step runs at once"
 NO_LEDGER = "not recorded: no harness keeps a ledger in this loop"
@@ -72,10 +73,12 @@ def frames_from_turns(turns: Iterable[Any]) -> list[Frame]:
         call = (turn.step or {}).get("tool_call") or {}
         if png and call.get("tool_name") == "click":
             png = marked_click(png, call)
-        ledger = [*ledger, *(effect_line(effect) for effect in turn.side_effects)]
+        ledger = [*ledger, *(conceal(effect_line(effect)) for effect in turn.side_effects)]
         proposed = json.dumps(turn.step, indent=1) if turn.step else turn.raw
-        frames.append(Frame(number, turn.screen_text, png, proposed, turn.error or turn.tool_output,
-                            verdict_text(turn.decision), ledger if kept else None))
+        # What the model typed may be a password: every text a frame shows is concealed.
+        frames.append(Frame(number, conceal(turn.screen_text), png, conceal(proposed),
+                            conceal(turn.error or turn.tool_output), conceal(verdict_text(turn.decision)),
+                            ledger if kept else None))
     return frames
 
 
