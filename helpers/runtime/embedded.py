@@ -19,8 +19,8 @@ read, used or signalled, and two clones never share one. One left over from olde
 is restarted. A server leaves with what started it: `./workshop lab` (WORKSHOP_OWNER_PID), the Jupyter running the
 kernel that started it, or the script that did (the pre-class check, the probe), unless WORKSHOP_KEEP_SERVER=1.
 
-    python -m helpers.runtime.embedded status   # what runs, where its key is, how busy
-    python -m helpers.runtime.embedded stop     # stop this checkout's server (./workshop stop)
+    ./workshop status   # python -m helpers.runtime.embedded status: what runs, where its key is, how busy
+    ./workshop stop     # python -m helpers.runtime.embedded stop: stop this checkout's server
 """
 from __future__ import annotations
 
@@ -109,8 +109,7 @@ def requested_port(port: int | None = None) -> int | None:
 
 
 def running_already(folder: Path) -> ServerError:
-    return ServerError(f"another embedded server already runs from {folder}: stop it first "
-                       "(python -m helpers.runtime.embedded stop)")
+    return ServerError(f"another embedded server already runs from {folder}: stop it first (./workshop stop)")
 
 
 def port_taken(port: int) -> ServerError:
@@ -274,10 +273,16 @@ def missing_embedded_packages() -> list[str]:
 
 
 def check_embedded_dependencies() -> None:
-    if missing := missing_embedded_packages():
-        raise MissingDependency(f"the embedded model needs {', '.join(missing)}, which this Python ({sys.executable}) "
-                                "does not have: use the workshop's own environment, which `./workshop lab` sets up "
-                                "in .venv, and run `.venv/bin/python -m helpers.server` (or your command) with it")
+    """Say which packages the embedded model lacks, and the way out: in a notebook, its setup cell installs them;
+    from a command line, the Python that has them is the workshop's own."""
+    if not (missing := missing_embedded_packages()):
+        return
+    if in_kernel():
+        raise MissingDependency(f"the embedded model needs {', '.join(missing)}: run the notebook's first cell, whose "
+                                "prepare() installs them")
+    from helpers.runtime.interpreter import advice, module_run
+
+    raise MissingDependency(advice(module_run(), ", ".join(missing)).removeprefix("error: "))
 
 
 def in_kernel() -> bool:

@@ -1,7 +1,7 @@
-"""`python -m helpers.server`: serve the embedded model on 127.0.0.1.
+"""`python -m helpers.server` (`./workshop run helpers.server`): serve the embedded model on 127.0.0.1.
 
-The packages are checked before anything imports them, so that a Python without them (the system's, say) is told
-which one to use instead of showing an import's traceback.
+The model's packages are checked before anything imports them: a Python without them (the system's, say) is told
+in one line which Python to use, rather than loading half the server first.
 """
 import sys
 

@@ -201,8 +201,7 @@ class Handler(BaseHTTPRequestHandler):
         if scheme.lower() != "bearer" or not hmac.compare_digest(key.strip().encode("latin-1"),
                                                                  self.server.key.encode()):
             raise self.unreadable("this server needs its key, as `Authorization: Bearer KEY`: the key is the file "
-                                  "`key` in the folder that `python -m helpers.runtime.embedded status` names",
-                                  "invalid_api_key", 401)
+                                  "`key` in the folder that `./workshop status` names", "invalid_api_key", 401)
 
     def refuse(self) -> None:
         """Answer a connection beyond the limit 429 at once, its body read first so that the answer reaches it."""
@@ -564,7 +563,7 @@ def main(argv: list[str] | None = None) -> None:
                                                  "with llguidance-enforced structured outputs (127.0.0.1 only).")
     parser.add_argument("--port", type=int, default=None,
                         help="the port to serve on (default: WORKSHOP_PORT, else any free port; clients find it, "
-                             "and the key, in the folder `python -m helpers.runtime.embedded status` names)")
+                             "and the key, in the folder `./workshop status` names)")
     parser.add_argument("--ctx", type=int, default=CONTEXT_TOKENS, help=f"context size in tokens (default {CONTEXT_TOKENS})")
     parser.add_argument("--threads", type=int, default=DECODE_THREADS,
                         help=f"threads per decoded token (default {DECODE_THREADS}: see engine.py for why)")

@@ -279,18 +279,23 @@ def test_status_says_when_nothing_runs_and_stop_makes_no_folder(home):
     assert [path.name for path in control.user_folder().iterdir()] == ["server-8765.log"]
 
 
-def test_missing_packages_name_the_workshops_own_python(home, monkeypatch):
+def test_missing_packages_name_the_workshops_own_python_or_the_setup_cell(home, monkeypatch):
     monkeypatch.setitem(sys.modules, "llama_cpp", None)  # as if it were not installed
-    with pytest.raises(MissingDependency, match=r"llama-cpp-python.*\./workshop lab.*\.venv/bin/python -m helpers"):
+    with pytest.raises(MissingDependency, match=r"needs the package llama-cpp-python.*\./workshop run .*"
+                                                r"\.venv/bin/python -m"):
+        start_server(free_port())
+    monkeypatch.setattr(control, "in_kernel", lambda: True)
+    with pytest.raises(MissingDependency, match=r"llama-cpp-python: run the notebook's first cell"):
         start_server(free_port())
 
 
 def test_the_server_run_by_a_python_without_the_packages_says_which_python_to_use(home):
-    run = subprocess.run([sys.executable, "-c", "import runpy, sys; sys.modules['llama_cpp'] = None; "
-                                                "runpy.run_module('helpers.server', run_name='__main__')"],
-                         cwd=CHECKOUT, capture_output=True, text=True, timeout=60)
+    # -S: no site-packages, as the system's python3 without the workshop's packages; helpers is found in the folder
+    run = subprocess.run([sys.executable, "-S", "-m", "helpers.server"], cwd=CHECKOUT, capture_output=True, text=True,
+                         timeout=60)
     assert run.returncode == control.SETTING_EXIT and "Traceback" not in run.stderr
-    assert run.stderr.count("\n") == 1 and ".venv/bin/python -m helpers.server" in run.stderr
+    assert run.stderr.count("\n") == 1 and "helpers.server needs the package llama-cpp-python" in run.stderr
+    assert "./workshop run helpers.server" in run.stderr and ".venv/bin/python -m helpers.server" in run.stderr
     assert "pip install" not in run.stderr
 
 
