@@ -2,9 +2,11 @@
 
 Notebook kernels inherit this process's environment, so setting WORKSHOP_PORT and
 WORKSHOP_BACKEND here makes every notebook find the same server, and never a paid
-API even when a developer has keys in the environment. Every notebook cell nbval runs
-is marked `integration` (notebooks talk to the model), so `-m "not integration"` runs
-no model.
+API even when a developer has keys in the environment. A server for WORKSHOP_PORT has
+a folder of its own (`helpers.runtime.embedded.server_folder`), and the port is one no
+other program holds now: no other checkout or test run finds this server, nor this run
+theirs. It leaves with this process. Every notebook cell nbval runs is marked
+`integration` (notebooks talk to the model), so `-m "not integration"` runs no model.
 """
 from __future__ import annotations
 
@@ -23,7 +25,9 @@ def _free_port() -> int:
 def pytest_configure(config: pytest.Config) -> None:
     os.environ["WORKSHOP_BACKEND"] = "embedded"
     os.environ["WORKSHOP_PORT"] = str(_free_port())
-    for name in ("WORKSHOP_MODEL", "WORKSHOP_DIALECT", "WORKSHOP_IMAGES", "WORKSHOP_QUICK"):  # nbval runs in full
+    # nbval runs every notebook in full, and the run's server leaves with this process, not with a lab or never
+    for name in ("WORKSHOP_MODEL", "WORKSHOP_DIALECT", "WORKSHOP_IMAGES", "WORKSHOP_QUICK", "WORKSHOP_OWNER_PID",
+                 "WORKSHOP_KEEP_SERVER"):
         os.environ.pop(name, None)
 
 
@@ -36,4 +40,4 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 def pytest_unconfigure(config: pytest.Config) -> None:
     from helpers.runtime.embedded import stop_server
 
-    stop_server(int(os.environ["WORKSHOP_PORT"]))
+    stop_server()

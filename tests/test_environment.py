@@ -79,6 +79,39 @@ def test_the_check_reports_an_unreachable_server(openai_env, capsys):
     assert "cannot reach the openai backend" in capsys.readouterr().err
 
 
+@pytest.fixture
+def embedded_env(openai_env, tmp_path):
+    """The embedded backend, with a temporary folder of its own for the server's folder."""
+    import tempfile
+
+    openai_env.setenv("WORKSHOP_BACKEND", "embedded")
+    openai_env.setattr(tempfile, "tempdir", str(tmp_path))
+    openai_env.setenv("TMPDIR", str(tmp_path))
+    return openai_env
+
+
+def test_a_workshop_port_that_is_not_a_port_is_one_line_not_a_traceback(embedded_env, capsys):
+    embedded_env.setenv("WORKSHOP_PORT", "abc")
+    assert environment.main(["--check"]) == 2
+    error = capsys.readouterr().err
+    assert error == ("error: WORKSHOP_PORT='abc' is not a port: unset it to let the server take any free port, or set "
+                     "it to the number of a free one\n")
+
+
+def test_a_workshop_port_another_program_holds_is_one_line_with_the_way_out(embedded_env, capsys):
+    import socket
+
+    with socket.socket() as other:  # python3 -m http.server, or anything else listening there
+        other.bind(("127.0.0.1", 0))
+        other.listen()
+        port = other.getsockname()[1]
+        embedded_env.setenv("WORKSHOP_PORT", str(port))
+        assert environment.main(["--check"]) == 2
+    error = capsys.readouterr().err
+    assert error == (f"error: port {port} is held by another program: unset WORKSHOP_PORT to let "
+                     "the server take any free port, or set it to a free one\n")
+
+
 @pytest.mark.integration
 def test_the_check_passes_on_the_embedded_model(server_url, capsys):
     assert environment.check()

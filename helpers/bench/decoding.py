@@ -54,8 +54,6 @@ ANSWER_TASKS = [
 # The first step of these store tasks, each with the Step schema narrowed to the screen it starts on.
 PER_SCREEN_TASKS = ("sign_in", "price", "stock", "cheaper")
 SCHEMAS = ("step", "answer", "per-screen")
-# A prompt evaluation counts toward prompt tokens/s only when this much of it was not cached.
-UNCACHED_PROMPT_TOKENS = 256
 # The start of a Step reply: the tokens the llama.cpp measurements evaluate one by one and in a batch.
 BATCH_PROBE = b'{"note": null, "thought": "Type the user name first.", "tool_call": {'
 UNBOUNDED_CASES = DATA / "bench" / "unbounded_strings.jsonl"
@@ -148,21 +146,21 @@ def run_mode(client, model: str, guided: bool, chosen: list[Case], seeds: range,
             # structured_outputs sends the schema as it is (response_format would rewrite it into OpenAI's subset);
             # the embedded server enforces every dialect alike.
             fields = guided_json("structured_outputs", case.schema, "output") if guided else {}
-            messages = uncached(case.messages, f"guided={guided} seed={seed}") if seed == seeds[0] and index == 0 \
-                else case.messages
+            fresh = seed == seeds[0] and index == 0
+            messages = uncached(case.messages, f"guided={guided} seed={seed}") if fresh else case.messages
             reply = client.chat.completions.create(model=model, messages=messages, seed=seed, temperature=0.7,
                                                    max_tokens=max_tokens, **fields)
-            record(stats, reply, case.schema, guided)
+            record(stats, reply, case.schema, guided, fresh)
     return stats
 
 
-def record(stats: ModeStats, reply, schema: dict, guided: bool) -> None:
+def record(stats: ModeStats, reply, schema: dict, guided: bool, uncached_prompt: bool) -> None:
     timings, tokens = reply.model_extra["timings"], reply.usage.completion_tokens
     if tokens > 1:
         stats.per_token_ms.append(timings["decode_ms"] / (tokens - 1))
     stats.ttft_ms.append(timings["time_to_first_token_ms"])
-    if timings["prompt_tokens_evaluated"] >= UNCACHED_PROMPT_TOKENS:
-        stats.prompt_tokens_per_s.append(timings["prompt_tokens_evaluated"] / timings["prompt_eval_ms"] * 1000)
+    if uncached_prompt:  # the whole prompt was evaluated (`uncached`): it times prompt evaluation
+        stats.prompt_tokens_per_s.append(reply.usage.prompt_tokens / timings["prompt_eval_ms"] * 1000)
     if guided:
         stats.compile_ms.append(timings["grammar_compile_ms"])
         stats.mask_p50.append(timings["mask_us_per_token_p50"])
@@ -340,11 +338,13 @@ def settings_sweep(flash_attn: tuple[bool, ...] = (False, True), batches: tuple[
     return markdown_table(header, rows)
 
 
-def flood_request(url: str, seed: int, max_tokens: int, timeout: float) -> str:
+def flood_request(server, seed: int, max_tokens: int, timeout: float) -> str:
     """One client of the flood: its HTTP status, or what went wrong when no answer came."""
     body = json.dumps({"model": MODEL_ID, "messages": messages_for(STEP_SCHEMA, STEP_TASKS[seed % 2]), "seed": seed,
                        "max_tokens": max_tokens, "temperature": 0.7}).encode()
-    request = urllib.request.Request(url + "/chat/completions", data=body, headers={"Content-Type": "application/json"})
+    request = urllib.request.Request(server.url + "/chat/completions", data=body,
+                                     headers={"Content-Type": "application/json",
+                                              "Authorization": f"Bearer {server.key}"})
     opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
     try:
         with opener.open(request, timeout=timeout) as response:
@@ -368,21 +368,22 @@ def resident_mib(pid: int) -> float | None:
     return None
 
 
-def keep_busy(url: str, done: threading.Event) -> None:
+def keep_busy(server, done: threading.Event) -> None:
     """Another model process working flat out on the same cores: a student running a notebook meanwhile."""
     seed = 0
     while not done.is_set():
-        flood_request(url, seed, 200, 120)
+        flood_request(server, seed, 200, 120)
         seed += 1
 
 
 def flood(port: int, clients: int, max_tokens: int, timeout: float, load_port: int | None = None) -> str:
-    from helpers.runtime.embedded import base_url, health
+    from helpers.runtime.embedded import find_server, health
 
-    pid, url, peak = health(port)["pid"], base_url(port), [0.0]
+    server = find_server(port)
+    pid, peak = server.pid, [0.0]
     done = threading.Event()
     if load_port:
-        threading.Thread(target=keep_busy, args=(base_url(load_port), done), daemon=True).start()
+        threading.Thread(target=keep_busy, args=(find_server(load_port), done), daemon=True).start()
 
     def sample_memory() -> None:
         while not done.wait(0.2):
@@ -392,12 +393,12 @@ def flood(port: int, clients: int, max_tokens: int, timeout: float, load_port: i
     sampler.start()
     started = time.perf_counter()
     with concurrent.futures.ThreadPoolExecutor(clients) as pool:
-        outcomes = Counter(pool.map(lambda seed: flood_request(url, seed, max_tokens, timeout), range(clients)))
+        outcomes = Counter(pool.map(lambda seed: flood_request(server, seed, max_tokens, timeout), range(clients)))
     seconds = time.perf_counter() - started
     done.set()
     sampler.join()
     answered = outcomes["200"] + outcomes["429"]
-    after = health(port)
+    after = health(server)
     rows = [("clients", clients), ("another model process busy meanwhile", "yes" if load_port else "no"), ("answered 200", outcomes["200"]), ("answered 429 (queue full)", outcomes["429"]),
             ("anything else", ", ".join(f"{k}: {v}" for k, v in outcomes.items() if k not in ("200", "429")) or 0),
             ("every client answered", "yes" if answered == clients else f"no ({clients - answered} not)"),
@@ -409,7 +410,7 @@ def flood(port: int, clients: int, max_tokens: int, timeout: float, load_port: i
 
 def main(argv: list[str] | None = None) -> None:
     from helpers.runtime.backends import embedded_client
-    from helpers.runtime.embedded import base_url, stop_server
+    from helpers.runtime.embedded import find_server, stop_server
 
     parser = argparse.ArgumentParser(prog="python -m helpers.bench.decoding", description=__doc__.splitlines()[0])
     parser.add_argument("--schema", choices=SCHEMAS, default="step",
@@ -462,7 +463,8 @@ def main(argv: list[str] | None = None) -> None:
               f"(60 tokens each, model {MODEL_ID})")
         print(table)
         return
-    client = embedded_client(base_url(args.port))
+    server = find_server(args.port)
+    client = embedded_client(server.url, server.key)
     if args.termination:
         try:
             table = termination(client, MODEL_ID, args.max_tokens, args.temperature, args.trials)

@@ -104,7 +104,7 @@ IMAGE_SETTINGS = {"yes": True, "no": False}
 PROBE_ORDER = ("response_format", "structured_outputs", "json_object_schema", "guided_json", "nvext")
 EMBEDDED_RETRIES = 6
 # Keys the workshop itself hands to servers that need none; anything else is a secret to keep out of messages.
-PLACEHOLDER_KEYS = {"embedded", "not-needed"}
+PLACEHOLDER_KEYS = {"not-needed"}
 SERVER_MESSAGE_CHARS = 200
 
 
@@ -382,14 +382,14 @@ class WorkshopClient(openai.OpenAI):
         return explained
 
 
-def embedded_client(base_url: str) -> WorkshopClient:
-    """An OpenAI client for the embedded server at `base_url`."""
+def embedded_client(base_url: str, key: str) -> WorkshopClient:
+    """An OpenAI client for the embedded server at `base_url`, which asks for `key`."""
     from openai import DefaultHttpxClient
 
     # Loopback must not go through a proxy configured for the internet. One model serves requests in
     # turn, so a queued request may wait a while; a full queue answers 429 with Retry-After, which the
     # client honours a bounded number of times (the server marks every other error as not worth retrying).
-    client = WorkshopClient(base_url=base_url, api_key="embedded", max_retries=EMBEDDED_RETRIES, timeout=600,
+    client = WorkshopClient(base_url=base_url, api_key=key, max_retries=EMBEDDED_RETRIES, timeout=600,
                             http_client=DefaultHttpxClient(trust_env=False))
     client.workshop_backend = "embedded"
     return client
@@ -633,9 +633,13 @@ def connect(backend: str | None = None, *, model: str | None = None, dialect: st
     """
     profile = resolve_profile(backend, model, dialect)
     if profile.name == "embedded":
-        from helpers.runtime.embedded import ensure_server
-        profile = replace(profile, base_url=ensure_server())
-        client = embedded_client(profile.base_url)
+        from helpers.runtime.embedded import ServerError, ensure_server
+        try:
+            server = ensure_server()
+        except ServerError as exc:
+            raise BackendError(str(exc)) from None
+        profile = replace(profile, base_url=server.url)
+        client = embedded_client(server.url, server.key)
     else:
         client = WorkshopClient(base_url=profile.base_url, api_key=_api_key(profile))
         client.workshop_backend = profile.name

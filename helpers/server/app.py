@@ -1,26 +1,32 @@
-"""The embedded model's OpenAI-compatible HTTP server: `python -m helpers.server --port 8765`.
+"""The embedded model's OpenAI-compatible HTTP server: `python -m helpers.server`.
 
 Endpoints: `GET /health`, `GET /v1/models`, `POST /v1/chat/completions` (plain or
 `stream: true`). Guided decoding is read in every dialect `helpers.runtime.dialects` knows.
 Each response carries a `timings` object (this server's extension, documented in
 docs/embedded-server.md), and `"x_trace": true` in a request adds a per-token `trace` of the mask.
-The server binds to 127.0.0.1 only.
+The server binds to 127.0.0.1 only, on any free port unless asked for one, and says where it serves in its user's
+private folder (`helpers.runtime.embedded`), with a random key that every request must send as
+`Authorization: Bearer KEY`: another user of the machine cannot drive it.
 
 A hostile client is a normal client here: every request, however malformed, gets an
 HTTP answer with an OpenAI-shaped error body, and the server keeps serving. A busy
 server says so at once (429 with `Retry-After`) instead of letting clients time out.
-The work one request can cause is bounded (connections, preparations, stop strings, prompt
-text, schemas), and so is what a web page in the user's browser can do: a request must name
-this server as its Host, come from no other Origin, and send its body as JSON.
+The work one request can cause is bounded (connections, body, messages, preparations, stop
+strings, prompt text, schemas), and so is what a web page in the user's browser can do: a request
+must name this server as its Host, come from no other Origin, and send its body as JSON.
 """
 from __future__ import annotations
 
 import argparse
 import concurrent.futures
+import errno
+import hmac
 import json
 import os
 import re
+import secrets
 import select
+import signal
 import socket
 import sys
 import threading
@@ -33,7 +39,24 @@ from typing import Any, Callable
 
 from pydantic import BaseModel
 
-from helpers.runtime.embedded import CHECKOUT, HOST, MODEL_ID, SERVER_NAME, code_version, current_user, package_version
+from helpers.runtime.embedded import (
+    CHECKOUT,
+    HOST,
+    MODEL_ID,
+    SERVER_NAME,
+    SETTING_EXIT,
+    ServerError,
+    announce,
+    base_url,
+    claim,
+    code_version,
+    current_user,
+    package_version,
+    port_taken,
+    requested_port,
+    server_folder,
+    withdraw,
+)
 from helpers.server.engine import BATCH_THREADS, CONTEXT_TOKENS, DECODE_THREADS, Cancelled, Completion, Engine, Job
 from helpers.server.protocol import (
     AssistantMessage,
@@ -50,7 +73,13 @@ from helpers.server.protocol import (
 )
 from helpers.server.request_queue import DEFAULT_LIMIT, LeftTheLine, QueueFull, RequestQueue
 
-DEFAULT_BODY_LIMIT_MB = 32  # a few base64 screenshots fit
+# The longest prompt that fits the context is 262,144 bytes (Engine.prompt_byte_limit), and the model reads no image:
+# a larger body can only be refused, so it is refused before it is read.
+DEFAULT_BODY_LIMIT_MB = 1
+# A body over the limit is read and dropped, this much at a time, when it is no larger than DISCARD_LIMIT (the cap this
+# server once had), so that its client gets the 413; a larger one is answered at once, and its connection closed.
+DISCARD_CHUNK = 2**16
+DISCARD_LIMIT = 32 * 2**20
 DEFAULT_SOCKET_TIMEOUT_S = 30.0
 OWNER_POLL_S = 2.0
 CONTENT_LENGTH = re.compile(r"[0-9]{1,20}")
@@ -61,14 +90,16 @@ CONTENT_LENGTH = re.compile(r"[0-9]{1,20}")
 # then keeps its turn until it ends.
 PREPARING_AT_ONCE = 2
 PREPARE_S = 10.0
-# While every connection's thread is taken, the accepting loop waits for one and checks this often for a shutdown.
+# Connections beyond the limit are answered 429 by this many threads at once; while all are taken (slow clients),
+# the accepting loop waits for one and checks this often for a shutdown.
+REFUSING_AT_ONCE = 4
 ACCEPT_POLL_S = 0.5
 
 
 def connection_limit(queue_limit: int) -> int:
-    """Connections served at once: each request the queue may hold, the one decoding, and as many again being
-    read, prepared or refused. Further connections wait in the kernel's backlog instead of each taking a thread."""
-    return 2 * (queue_limit + 1)
+    """Connections served at once: each request the queue may hold, the one decoding, and those being prepared.
+    Any further one is answered 429 with Retry-After, at once, instead of waiting in the kernel's backlog."""
+    return queue_limit + 1 + PREPARING_AT_ONCE
 
 
 def internal_error() -> RequestError:
@@ -80,6 +111,7 @@ class Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
     server_version = "workshop-embedded-server"
     server: "Server"
+    busy = False  # a Refusal's connection came while the server served as many as it may: it is answered 429
 
     def setup(self) -> None:
         # A client that sends its headers and then goes quiet must not hold a thread forever.
@@ -100,6 +132,9 @@ class Handler(BaseHTTPRequestHandler):
         self.stream_started = False
         try:
             self.check_caller()
+            self.check_key()
+            if self.busy:
+                self.refuse()
             answer()
         except RequestError as error:
             self.fail(error)
@@ -109,12 +144,13 @@ class Handler(BaseHTTPRequestHandler):
         except LeftTheLine as left:
             if left.reason == "deadline":  # not worth retrying: the deadline is the client's own
                 self.fail(RequestError("the request's x_deadline_s passed while it waited for the model",
-                                       "x_deadline_s", "deadline_exceeded", 429, "rate_limit_error"))
+                                       "x_deadline_s", "deadline_exceeded", 504, "server_error"))
             else:
                 self.log_message("client gone while waiting: request dropped")
             self.close_connection = True
         except (Cancelled, ConnectionError, TimeoutError) as gone:
-            self.log_message("client gone (%s): request dropped", type(gone).__name__)
+            if self.command != "GET":  # a GET (a /health check) that was not read to the end dropped no work
+                self.log_message("client gone (%s): request dropped", type(gone).__name__)
             self.close_connection = True  # nobody is left to answer
         except Exception:  # one failed request must not take the server down
             self.log_error("internal error\n%s", traceback.format_exc())
@@ -158,6 +194,24 @@ class Handler(BaseHTTPRequestHandler):
             raise self.unreadable(f"requests from {', '.join(origins)} are not accepted: this server answers its "
                                   "own user's programs, not web pages", "origin_not_allowed", 403)
 
+    def check_key(self) -> None:
+        """Refuse a request without this server's key: any program of any user can reach 127.0.0.1."""
+        sent = self.headers.get_all("Authorization") or []
+        scheme, _, key = sent[0].strip().partition(" ") if len(sent) == 1 else ("", "", "")
+        if scheme.lower() != "bearer" or not hmac.compare_digest(key.strip().encode("latin-1"),
+                                                                 self.server.key.encode()):
+            raise self.unreadable("this server needs its key, as `Authorization: Bearer KEY`: the key is the file "
+                                  "`key` in the folder that `./workshop status` names", "invalid_api_key", 401)
+
+    def refuse(self) -> None:
+        """Answer a connection beyond the limit 429 at once, its body read first so that the answer reaches it."""
+        if self.command == "POST":
+            self.read_body()
+        self.close_connection = True
+        retry_after = self.server.engine.queue.retry_after()
+        raise RequestError(f"the server is busy: it serves {self.server.connection_count} connections at once; retry "
+                           f"after {retry_after} s", None, "server_busy", 429, "rate_limit_error", retry_after)
+
     def check_json_body(self) -> None:
         """A body is JSON, and says so: a form a web page posts (text/plain, form-urlencoded) is refused unread."""
         declared = self.headers.get_all("Content-Type") or []
@@ -189,6 +243,8 @@ class Handler(BaseHTTPRequestHandler):
                                   "invalid_content_length", 400)
         length, limit = int(value), self.server.body_limit
         if length > limit:
+            if length <= DISCARD_LIMIT:
+                self.discard(length)
             raise self.unreadable(f"the body is {length} bytes; this server accepts at most {limit} "
                                   "(python -m helpers.server --max-body-mb)", "body_too_large", 413)
         try:
@@ -199,6 +255,15 @@ class Handler(BaseHTTPRequestHandler):
         if len(raw) < length:
             raise self.unreadable(f"the body ended after {len(raw)} of {length} bytes", "incomplete_body", 400)
         return raw
+
+    def discard(self, length: int) -> None:
+        """Read `length` bytes of body and keep none: a client still sending its body reads no answer, and would
+        see a broken pipe instead of the 413."""
+        try:
+            while length > 0 and (chunk := self.rfile.read(min(length, DISCARD_CHUNK))):
+                length -= len(chunk)
+        except (TimeoutError, ConnectionError):
+            pass  # the answer is tried all the same
 
     def read_request(self, raw: bytes) -> ChatRequest:
         """The checked request; whatever goes wrong while reading it is the client's 400 or 413, never a 500."""
@@ -305,6 +370,8 @@ class Handler(BaseHTTPRequestHandler):
         headers = {"x-should-retry": "true" if error.retry_after else "false"}
         if error.retry_after:
             headers["Retry-After"] = str(error.retry_after)
+        if error.status == 401:
+            headers["WWW-Authenticate"] = 'Bearer realm="workshop-embedded-server"'
         self.send_json(error.status, error.body(), headers)
 
     def send_error(self, code: int, message: str | None = None, explain: str | None = None) -> None:
@@ -368,19 +435,25 @@ def completion_body(job: Job, result: Completion) -> dict:
     ).model_dump()
 
 
-class Server(ThreadingHTTPServer):
-    """One model, a bounded queue in front of it, and the limits every connection is held to."""
+class Refusal(Handler):
+    busy = True
 
-    daemon_threads = True
+
+class Server(ThreadingHTTPServer):
+    """One model, a bounded queue in front of it, its key, and the limits every connection is held to."""
+
     request_queue_size = 128  # socketserver's default of 5 resets connections when a class connects at once
 
-    def __init__(self, port: int, engine: Any, body_limit: int = DEFAULT_BODY_LIMIT_MB * 2**20,
+    def __init__(self, port: int, engine: Any, key: str, body_limit: int = DEFAULT_BODY_LIMIT_MB * 2**20,
                  socket_timeout: float = DEFAULT_SOCKET_TIMEOUT_S, quiet: bool = False,
                  connections: int = connection_limit(DEFAULT_LIMIT)):
-        self.engine, self.body_limit, self.socket_timeout, self.quiet = engine, body_limit, socket_timeout, quiet
+        self.engine, self.key, self.body_limit = engine, key, body_limit
+        self.socket_timeout, self.quiet = socket_timeout, quiet
         self.code = code_version()
         self.preparing = threading.BoundedSemaphore(PREPARING_AT_ONCE)
+        self.connection_count = connections
         self.connections = threading.BoundedSemaphore(connections)
+        self.refusals = threading.BoundedSemaphore(REFUSING_AT_ONCE)
         self.closing = False
         super().__init__((HOST, port), Handler)
 
@@ -390,22 +463,31 @@ class Server(ThreadingHTTPServer):
         return {f"{HOST}:{port}", f"localhost:{port}"}
 
     def process_request(self, request: Any, client_address: Any) -> None:
-        # Wait for a free thread before taking the connection on; a shutdown meanwhile drops it.
-        while not self.connections.acquire(timeout=ACCEPT_POLL_S):
-            if self.closing:
-                self.shutdown_request(request)
-                return
-        try:
-            super().process_request(request, client_address)
-        except BaseException:
-            self.connections.release()
-            raise
+        """Serve the connection on a thread of its own, or, beyond the limit, answer it 429 on a refusing thread
+        (waiting for one, should slow clients hold them all; a shutdown meanwhile drops it)."""
+        slots, handler = self.connections, Handler
+        if not slots.acquire(blocking=False):
+            slots, handler = self.refusals, Refusal
+            while not slots.acquire(timeout=ACCEPT_POLL_S):
+                if self.closing:
+                    self.shutdown_request(request)
+                    return
 
-    def process_request_thread(self, request: Any, client_address: Any) -> None:
+        def work() -> None:
+            try:
+                handler(request, client_address, self)
+            except Exception:
+                self.handle_error(request, client_address)
+            finally:
+                self.shutdown_request(request)
+                slots.release()
+
         try:
-            super().process_request_thread(request, client_address)
-        finally:
-            self.connections.release()
+            threading.Thread(target=work, daemon=True).start()
+        except BaseException:
+            slots.release()
+            self.shutdown_request(request)
+            raise
 
     def shutdown(self) -> None:
         self.closing = True
@@ -442,21 +524,36 @@ def exit_with(pid: int, server: Server) -> None:
     threading.Thread(target=watch, daemon=True).start()
 
 
-def serve(port: int, quiet: bool = False, n_ctx: int = CONTEXT_TOKENS, queue_limit: int = DEFAULT_LIMIT,
+def serve(port: int | None = None, quiet: bool = False, n_ctx: int = CONTEXT_TOKENS, queue_limit: int = DEFAULT_LIMIT,
           body_limit_mb: float = DEFAULT_BODY_LIMIT_MB, socket_timeout: float = DEFAULT_SOCKET_TIMEOUT_S,
           owner_pid: int | None = None, threads: int = DECODE_THREADS, threads_batch: int = BATCH_THREADS) -> None:
+    """Serve on `port` (else WORKSHOP_PORT's, else any free one) until stopped, announced in the folder clients read."""
+    port = requested_port(port)
+    folder = server_folder(port)
+    lock = claim(folder)
+    key = secrets.token_urlsafe(32)
     # Bind first, so a port in use fails at once, before the model loads.
-    server = Server(port, None, int(body_limit_mb * 2**20), socket_timeout, quiet, connection_limit(queue_limit))
+    try:
+        server = Server(port or 0, None, key, int(body_limit_mb * 2**20), socket_timeout, quiet,
+                        connection_limit(queue_limit))
+    except OSError as exc:
+        if exc.errno == errno.EADDRINUSE and port:
+            raise port_taken(port) from None
+        raise
     queue = RequestQueue(queue_limit)
     server.engine = Engine(n_ctx=n_ctx, n_threads=threads, n_threads_batch=threads_batch, queue=queue)
     if owner_pid:
         exit_with(owner_pid, server)
-    print(f"serving {MODEL_ID} on http://{HOST}:{port}/v1 (pid {os.getpid()}, queue {queue_limit})", flush=True)
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))  # `stop` asks by SIGTERM: withdraw on the way out
     try:
+        announce(folder, server.server_address[1], key)
+        print(f"serving {MODEL_ID} on {base_url(server.server_address[1])} (pid {os.getpid()}, queue {queue_limit}); "
+              f"its key is in {folder}", flush=True)
         server.serve_forever()
     except KeyboardInterrupt:
         pass
     finally:
+        withdraw(folder, lock)
         server.server_close()
 
 
@@ -464,7 +561,9 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="python -m helpers.server",
                                      description="OpenAI-compatible server for the embedded SmolLM2 model "
                                                  "with llguidance-enforced structured outputs (127.0.0.1 only).")
-    parser.add_argument("--port", type=int, default=8765)
+    parser.add_argument("--port", type=int, default=None,
+                        help="the port to serve on (default: WORKSHOP_PORT, else any free port; clients find it, "
+                             "and the key, in the folder `./workshop status` names)")
     parser.add_argument("--ctx", type=int, default=CONTEXT_TOKENS, help=f"context size in tokens (default {CONTEXT_TOKENS})")
     parser.add_argument("--threads", type=int, default=DECODE_THREADS,
                         help=f"threads per decoded token (default {DECODE_THREADS}: see engine.py for why)")
@@ -477,8 +576,13 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--socket-timeout", type=float, default=DEFAULT_SOCKET_TIMEOUT_S,
                         help="seconds a client may stay silent while sending a request (default 30)")
     parser.add_argument("--exit-with", type=int, default=None, metavar="PID",
-                        help="shut down when this process ends (./workshop lab passes its own)")
+                        help="shut down when this process ends (the client that starts the server passes the "
+                             "process it leaves with: the lab, the Jupyter, the script)")
     parser.add_argument("--quiet", action="store_true", help="do not log each request")
     args = parser.parse_args(argv)
-    serve(args.port, args.quiet, args.ctx, args.queue, args.max_body_mb, args.socket_timeout, args.exit_with,
-          args.threads, args.threads_batch)
+    try:
+        serve(args.port, args.quiet, args.ctx, args.queue, args.max_body_mb, args.socket_timeout, args.exit_with,
+              args.threads, args.threads_batch)
+    except ServerError as exc:  # a setting's problem: one line, which the client that started it passes on
+        print(f"error: {exc}", file=sys.stderr, flush=True)
+        sys.exit(SETTING_EXIT)

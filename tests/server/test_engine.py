@@ -1,9 +1,12 @@
-"""The engine's decisions that need no model: how many threads a fast-forward batch may take."""
+"""The engine's decisions that need no model: how many threads a fast-forward batch may take, and which prompts are
+too long to render."""
 import os
+from types import SimpleNamespace
 
 import pytest
 
-from helpers.server.engine import idle_cores
+from helpers.server.engine import Engine, idle_cores
+from helpers.server.protocol import RequestError
 
 
 @pytest.fixture
@@ -31,3 +34,16 @@ def test_without_a_readable_count_no_core_is_assumed_idle(tmp_path, content):
     if content is not None:
         path.write_text(content)
     assert idle_cores(path) == 0
+
+
+def test_contents_too_long_for_the_context_are_refused_before_the_template_is_rendered():
+    engine = Engine.__new__(Engine)  # the model's sizes, without the model: 10 tokens of at most 4 bytes
+    engine.llm, engine.longest_token = SimpleNamespace(n_ctx=lambda: 10), 4
+
+    def render(**kwargs):
+        raise AssertionError("the chat template was rendered")
+
+    engine.formatter = render
+    with pytest.raises(RequestError, match="the prompt is 41 bytes; no prompt over 40 bytes") as caught:
+        engine.prompt_tokens([{"role": "system", "content": "x" * 20}, {"role": "user", "content": "é" * 10 + "y"}])
+    assert caught.value.code == "context_length_exceeded"

@@ -17,8 +17,7 @@ from hypothesis import strategies as st
 
 from body_strategies import bodies, near_valid
 from helpers.runtime.backends import embedded_client
-from helpers.runtime.embedded import MODEL_ID
-from helpers.runtime.embedded import base_url, health, log_path, start_server, stop_server
+from helpers.runtime.embedded import LOG, MODEL_ID, Running, health, start_server, stop_server
 
 pytestmark = pytest.mark.integration
 QUEUE, SOCKET_TIMEOUT = 4, 2
@@ -26,19 +25,19 @@ DIRECT = urllib.request.build_opener(urllib.request.ProxyHandler({}))
 
 
 @pytest.fixture(scope="module")
-def port():
+def port() -> Running:
+    """A server of these tests' own (the folder of a free port), with a small queue and a short socket timeout."""
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         free = sock.getsockname()[1]
-    start_server(free, extra_args=("--queue", str(QUEUE), "--socket-timeout", str(SOCKET_TIMEOUT)))
-    yield free
+    yield start_server(free, extra_args=("--queue", str(QUEUE), "--socket-timeout", str(SOCKET_TIMEOUT)))
     stop_server(free)
 
 
-def post(port: int, body: dict | bytes, timeout: float = 120) -> tuple[int, dict | None]:
+def post(port: Running, body: dict | bytes, timeout: float = 120) -> tuple[int, dict | None]:
     data = body if isinstance(body, bytes) else json.dumps(body).encode()
-    request = urllib.request.Request(base_url(port) + "/chat/completions", data=data,
-                                     headers={"Content-Type": "application/json"})
+    request = urllib.request.Request(port.url + "/chat/completions", data=data,
+                                     headers={"Content-Type": "application/json", "Authorization": f"Bearer {port.key}"})
     try:
         with DIRECT.open(request, timeout=timeout) as response:
             raw = response.read()
@@ -52,14 +51,14 @@ def small(seed: int = 0, **fields) -> dict:
             "seed": seed, **fields}
 
 
-def head(port: int) -> bytes:
-    """A request line and the headers this server asks of every POST: its own address as Host, a JSON body."""
+def head(port: Running) -> bytes:
+    """A request line and the headers this server asks of every POST: its own address as Host, its key, a JSON body."""
     return (b"POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1:%d\r\nContent-Type: application/json\r\n"
-            b"Connection: close\r\n" % port)
+            b"Authorization: Bearer %s\r\nConnection: close\r\n" % (port.port, port.key.encode()))
 
 
-def raw_exchange(port: int, data: bytes) -> int:
-    with socket.create_connection(("127.0.0.1", port), timeout=SOCKET_TIMEOUT * 5) as sock:
+def raw_exchange(port: Running, data: bytes) -> int:
+    with socket.create_connection(("127.0.0.1", port.port), timeout=SOCKET_TIMEOUT * 5) as sock:
         sock.sendall(data)
         answer = b""
         while chunk := sock.recv(65536):
@@ -87,7 +86,7 @@ def test_a_flood_of_clients_each_get_an_answer_and_health_still_answers(port):
 
 
 def test_the_workshop_client_waits_out_a_full_queue_instead_of_failing(port):
-    client = embedded_client(base_url(port))
+    client = embedded_client(port.url, port.key)
 
     def ask(seed):
         return client.chat.completions.create(**small(seed)).choices[0].finish_reason
@@ -98,13 +97,14 @@ def test_the_workshop_client_waits_out_a_full_queue_instead_of_failing(port):
 
 def test_a_client_that_hangs_up_stops_its_decoding(port):
     body = json.dumps(small(max_tokens=4000, messages=[{"role": "user", "content": "Write a very long story."}]))
-    with socket.create_connection(("127.0.0.1", port)) as sock:
+    with socket.create_connection(("127.0.0.1", port.port)) as sock:
         sock.sendall(head(port) + b"Content-Length: %d\r\n\r\n%s" % (len(body), body.encode()))
         time.sleep(1)
+    log = port.folder / LOG
     deadline = time.monotonic() + 20
-    while "client gone (Cancelled)" not in log_path(port).read_text() and time.monotonic() < deadline:
+    while "client gone (Cancelled)" not in log.read_text() and time.monotonic() < deadline:
         time.sleep(0.2)
-    assert "client gone (Cancelled)" in log_path(port).read_text()
+    assert "client gone (Cancelled)" in log.read_text()
     assert health(port)["queue"]["busy"] is False
 
 
@@ -155,9 +155,26 @@ def test_a_schema_nested_600_levels_deep_is_a_400_not_a_500(port):
 
 
 def test_a_huge_prompt_is_refused_before_tokenising_and_another_client_is_served_meanwhile(port):
-    status, answer = served_while(port, small(messages=[{"role": "user", "content": "word " * (16 * 2**20 // 5)}]))
+    status, answer = served_while(port, small(messages=[{"role": "user", "content": "word " * (900_000 // 5)}]))
     assert (status, answer["error"]["code"]) == (400, "context_length_exceeded")
     assert re.search(r"no prompt over \d+ bytes fits", answer["error"]["message"])  # not "the prompt is N tokens"
+
+
+def test_a_body_over_the_cap_is_refused_before_it_is_read(port):
+    # The review's body: 300,000 one-character messages, 9 MB, once read for seconds before any limit.
+    body = json.dumps({"model": MODEL_ID, "messages": [{"role": "user", "content": "a"}] * 300_000}).encode()
+    status, answer = post(port, body, timeout=30)
+    assert (status, answer["error"]["code"]) == (413, "body_too_large")
+    many = json.dumps({"model": MODEL_ID, "messages": [{"role": "user", "content": "a"}] * 20_000}).encode()
+    assert len(many) < 2**20
+    status, answer = post(port, many, timeout=30)
+    assert (status, answer["error"]["code"]) == (400, "too_many_messages")
+
+
+def test_a_request_without_the_key_is_refused(port):
+    body = json.dumps(small()).encode()
+    without = head(port).replace(b"Authorization: Bearer %s\r\n" % port.key.encode(), b"")
+    assert raw_exchange(port, without + b"Content-Length: %d\r\n\r\n%s" % (len(body), body)) == 401
 
 
 @pytest.mark.parametrize("replace,by,status", [

@@ -1,7 +1,7 @@
 import pytest
 
-from helpers.server.protocol import (IMAGES_REFUSED, MAX_STOP_LENGTH, NOT_IMPLEMENTED, RequestError, parse_body,
-                                     parse_chat_request)
+from helpers.server.protocol import (IMAGES_REFUSED, MAX_MESSAGES, MAX_STOP_LENGTH, NOT_IMPLEMENTED, RequestError,
+                                     parse_body, parse_chat_request)
 
 MODELS = ["tiny"]
 
@@ -174,3 +174,18 @@ def test_a_message_the_openai_client_returned_can_be_sent_back():
 def test_the_trace_and_deadline_extensions_are_read():
     parsed = parse_chat_request(request(x_trace=True, x_deadline_s=2.5), MODELS)
     assert (parsed.trace, parsed.deadline_s) == (True, 2.5)
+
+
+def test_as_many_messages_as_the_limit_are_read():
+    assert len(parse_chat_request(request(messages=[{"role": "user", "content": "a"}] * MAX_MESSAGES),
+                                  MODELS).messages) == MAX_MESSAGES
+
+
+@pytest.mark.parametrize("messages", [
+    [{"role": "user", "content": "a"}] * (MAX_MESSAGES + 1),
+    [{"role": "user", "content": [{"type": "text", "text": "a"}] * (MAX_MESSAGES + 1)}],
+    [{"role": "user", "content": [{"type": "text", "text": "a"}] * (MAX_MESSAGES // 2 + 1)}] * 2,
+], ids=["messages", "parts-of-one-message", "parts-of-two"])
+def test_more_messages_or_content_parts_than_the_limit_are_refused(messages):
+    error = refused(request(messages=messages))
+    assert (error.code, error.param) == ("too_many_messages", "messages") and str(MAX_MESSAGES) in error.message
