@@ -4,6 +4,7 @@ import re
 import subprocess
 import sys
 from importlib.metadata import version
+from pathlib import Path
 
 import pytest
 
@@ -137,3 +138,51 @@ def test_the_portable_build_reaches_pip(tmp_path, monkeypatch, capsys):
     monkeypatch.delenv("CMAKE_ARGS", raising=False)
     code = install.run_with_progress([sys.executable, "-c", "import os; print(os.environ['CMAKE_ARGS'])"], "echoing")
     assert code == 0 and install.PORTABLE_BUILD in capsys.readouterr().out
+
+
+def fake_pip_wheel(monkeypatch, code: int = 0, tag: str = "py3-none-linux_x86_64"):
+    """Replaces pip: a `pip wheel` that writes an empty wheel of the pinned llama-cpp-python into its --wheel-dir."""
+    commands = []
+
+    def run(command, doing, every, out):
+        commands.append(command)
+        (pinned,) = install.pins([install.LLAMA_CPP])
+        folder = Path(command[command.index("--wheel-dir") + 1])
+        (folder / f"{pinned.replace('-', '_').replace('==', '-')}-{tag}.whl").write_bytes(b"")
+        return code
+
+    monkeypatch.setattr(install, "run_with_progress", run)
+    return commands
+
+
+def test_the_machine_wheel_is_built_once_portably_and_kept(tmp_path, monkeypatch):
+    """Instant: pip is replaced."""
+    commands = fake_pip_wheel(monkeypatch)
+    wheel = install.machine_wheel(tmp_path / "wheels")
+    assert wheel.parent == tmp_path / "wheels" and wheel.is_file()
+    [command] = commands
+    assert command[1:4] == ["-m", "pip", "wheel"] and install.pins([install.LLAMA_CPP])[0] in command
+    # pip's own cache may hold a native build under the same name: the machine's wheel is built, not fetched
+    assert "--no-deps" in command and "--no-cache-dir" in command
+    assert install.machine_wheel(tmp_path / "wheels") == wheel and len(commands) == 1
+    assert [path.name for path in wheel.parent.iterdir()] == [wheel.name]
+
+
+@pytest.mark.parametrize(("code", "tag"), [(1, "py3-none-linux_x86_64"), (0, "cp311-cp311-linux_x86_64")])
+def test_a_failed_machine_wheel_build_says_so_and_keeps_nothing(tmp_path, monkeypatch, code, tag):
+    """Instant: pip is replaced, and fails or builds a wheel for one Python only."""
+    fake_pip_wheel(monkeypatch, code, tag)
+    with pytest.raises(RuntimeError, match="failed|built no"):
+        install.machine_wheel(tmp_path / "wheels")
+    assert list((tmp_path / "wheels").iterdir()) == []
+
+
+def test_the_command_line_offers_pip_the_machine_wheel(tmp_path, monkeypatch):
+    """Instant: pip and the build are replaced."""
+    wheel = tmp_path / "llama_cpp_python-0.3.35-py3-none-any.whl"
+    monkeypatch.setattr(install, "machine_wheel", lambda: wheel)
+    ran = []
+    monkeypatch.setattr(install, "run_with_progress", lambda command, doing: ran.append(command) or 0)
+    assert install.main(["--machine-wheel", "install", "-r", "requirements.txt"]) == 0
+    assert ran == [[sys.executable, "-m", "pip", "install", "--find-links", str(tmp_path), "-r", "requirements.txt"]]
+    assert install.main(["--machine-wheel"]) == 2

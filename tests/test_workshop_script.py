@@ -212,3 +212,23 @@ def test_a_folder_that_is_not_a_venv_is_never_deleted(tmp_path):
     result = run(str(SCRIPT), "test", env={"PYTHON": str(BASE_PYTHON), "WORKSHOP_VENV": str(keep)})
     assert result.returncode == 1 and "is not a virtual environment" in result.stderr
     assert (keep / "notes.txt").read_text() == "mine"
+
+
+@pytest.mark.parametrize("has_llama_cpp", [False, True])
+def test_a_venv_without_llama_cpp_installs_the_machines_wheel(tmp_path, has_llama_cpp):
+    """Instant: the venv's python only echoes. A machine compiles llama-cpp-python once (install.machine_wheel);
+    a venv that has it already leaves it to pip, which keeps it."""
+    venv = tmp_path / "venv"
+    (venv / "pyvenv.cfg").parent.mkdir()
+    (venv / "pyvenv.cfg").write_text(f"home = {BASE_PYTHON.parent}\n")
+    script(venv / "bin" / "python", f'case "$*" in "-m pip --version") exit 0 ;; *sys.base_prefix*) '
+                                    f'exec {BASE_PYTHON} "$@" ;; *find_spec*) exit {int(not has_llama_cpp)} ;; esac\n'
+                                    'echo "args=$*"\n')
+    compilers = fake_path(tmp_path)
+    for name in ("cc", "c++"):
+        script(Path(compilers) / name, "exit 0\n")
+    result = run(str(SCRIPT), "test", env={"PYTHON": str(BASE_PYTHON), "WORKSHOP_VENV": str(venv), "PATH": compilers})
+    assert result.returncode == 0, result.stderr
+    requirements = "install -r requirements.txt -c constraints.txt"
+    wanted = requirements if has_llama_cpp else f"--machine-wheel {requirements}"
+    assert f"args=-m helpers.runtime.install {wanted}\n" in result.stdout

