@@ -7,6 +7,10 @@ a folder of its own (`helpers.runtime.embedded.server_folder`), and the port is 
 other program holds now: no other checkout or test run finds this server, nor this run
 theirs. It leaves with this process. Every notebook cell nbval runs is marked
 `integration` (notebooks talk to the model), so `-m "not integration"` runs no model.
+
+The run sets WORKSHOP_QUICK=1 for every pass over the notebooks (nbval, llama-cpp-python's server, the Colab
+matrix): their long going-further measurements run the same code on fewer cases. The full size runs when a notebook
+is executed to be committed (CONTRIBUTING, Notebooks).
 """
 from __future__ import annotations
 
@@ -25,9 +29,9 @@ def _free_port() -> int:
 def pytest_configure(config: pytest.Config) -> None:
     os.environ["WORKSHOP_BACKEND"] = "embedded"
     os.environ["WORKSHOP_PORT"] = str(_free_port())
-    # nbval runs every notebook in full, and the run's server leaves with this process, not with a lab or never
-    for name in ("WORKSHOP_MODEL", "WORKSHOP_DIALECT", "WORKSHOP_IMAGES", "WORKSHOP_QUICK", "WORKSHOP_OWNER_PID",
-                 "WORKSHOP_KEEP_SERVER"):
+    os.environ["WORKSHOP_QUICK"] = "1"
+    # The run's server leaves with this process, not with a lab or never
+    for name in ("WORKSHOP_MODEL", "WORKSHOP_DIALECT", "WORKSHOP_IMAGES", "WORKSHOP_OWNER_PID", "WORKSHOP_KEEP_SERVER"):
         os.environ.pop(name, None)
 
 

@@ -16,3 +16,8 @@ def test_quick_runs_when_asked(monkeypatch, value):
 def test_full_runs_otherwise(monkeypatch, value):
     monkeypatch.setattr(run_size, "setting", lambda name: value)
     assert not run_size.quick() and run_size.sized(6, quick_run=15) == 6
+
+
+def test_the_test_run_asks_for_short_runs():
+    """Instant. The root conftest.py sets WORKSHOP_QUICK for every pass over the notebooks, nbval's included."""
+    assert run_size.quick() and run_size.sized(6, quick_run=15) == 15

@@ -1,8 +1,8 @@
 """How long a notebook's long measurements run: in full, unless WORKSHOP_QUICK asks for short runs.
 
 A class in a hurry sets WORKSHOP_QUICK=1 (in the shell, a `.env` file or Colab's Secrets panel) and the going-further
-measurements run fewer cases; so do the test matrices that run every notebook a second time, on Colab's packages and
-on another server. The suite's own pass over the notebooks (nbval) runs them in full.
+measurements run fewer cases; so does the test suite, in every pass over the notebooks (the same code, fewer cases).
+A notebook is committed executed in full (CONTRIBUTING says how).
 """
 from __future__ import annotations
 
