@@ -1,5 +1,5 @@
-"""The Colab matrix: every notebook, top to bottom, in a new Colab runtime rebuilt from what Colab publishes about
-itself, as a reader who clicks each notebook's badge meets it.
+"""The Colab matrix: every notebook in a new Colab runtime rebuilt from what Colab publishes about itself, as a reader
+who clicks each notebook's badge meets it, running what only Colab's versions can break.
 
 - The image: a virtual environment on Colab's Python with the versions of tests/colab_versions.txt (Colab's own
   list: where it comes from, its date and what it leaves out are written there), installed first, from wheels; and
@@ -8,17 +8,25 @@ itself, as a reader who clicks each notebook's badge meets it.
   folder, a server port of its own, the `google.colab` stand-in imported at start-up, no API key.
 - The notebook's own setup cell clones the workshop (this checkout's HEAD, served as a local origin), installs it
   with `pip install -e`, and `prepare()` installs the embedded model with helpers.runtime.install, the code Colab
-  runs. Then every cell runs in order in that kernel, and any error output fails the test.
+  runs. Then, in that kernel and in the notebook's order, the cells of `colab_cells`: the first model call, the first
+  guided request and every widget, each with the cells it reads names from, and an import of every module the other
+  cells import. Any error output fails the test. The other cells would repeat, on the same code and the same model,
+  what nbval runs of every notebook.
 - Not reproducible here: llama-cpp-python's CPU wheel index cannot be reached. The pinned wheel is put at hand
-  through PIP_FIND_LINKS instead, so the install's first attempt (`--only-binary llama-cpp-python`, that index as an
-  extra index) finds it there; the test asserts that the first attempt succeeded and that nothing was compiled.
+  through PIP_FIND_LINKS instead (this machine's, `install.machine_wheel`, which ./workshop built already), so the
+  install's first attempt (`--only-binary llama-cpp-python`, that index as an extra index) finds it there; the test
+  asserts that the first attempt succeeded and that nothing was compiled.
+
+Cost on 2 cores (estimates): building the two images, about 2 minutes with a warm pip cache (downloads on a cold one);
+then a runtime's setup, about 30 s, and its cells, 5 to 90 s of model time (notebook 03's widget shows the model's
+runs, so its runtime runs them, short as WORKSHOP_QUICK makes them), for each of the 8 cases.
 """
 from __future__ import annotations
 
+import ast
 import json
 import os
 import re
-import shutil
 import subprocess
 import sys
 import time
@@ -34,6 +42,7 @@ from nbclient.exceptions import CellExecutionError
 from colab_stage import ADDRESS, ROOT, colab_env, git, origin
 from helpers.runtime import install
 from helpers.runtime.publish import notebooks
+from test_reading_time import names, parsed  # pytest puts tests/ on the path
 
 VERSIONS = Path(__file__).with_name("colab_versions.txt")
 COLAB_PYTHON = re.search(r"^# Python (\d+\.\d+)\b", VERSIONS.read_text(), re.MULTILINE)[1]
@@ -42,9 +51,10 @@ NOTEBOOKS = [path.name for path in notebooks(ROOT)]
 # Every notebook on the Python a badge opens; on the older runtime a reader can pin, the setup path and a first
 # guided call (notebook 00), which is where a Python or numpy difference would show first, for a minute more.
 MATRIX = [*((COLAB_PYTHON, name) for name in NOTEBOOKS), (PINNABLE_PYTHON, NOTEBOOKS[0])]
-WHEEL_CACHE = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache"), "structured-outputs-workshop", "wheels")
 # The cells that build a widget: the matrix runs them on Colab's ipywidgets 7.
 WIDGET = re.compile(r"\b(?:step_through|mask_explorer)\(")
+# The connection the setup cell makes: every model call of a notebook goes through it.
+CONNECTION = "conn"
 # What Colab has and the workshop must not need (tests/colab_versions.txt says why they are left out of the matrix).
 HEAVY = re.compile(r"^\s*(?:import|from)\s+(?:torch\w*|transformers|accelerate|llguidance\.(?:torch|hf))\b"
                    r"|import_module\(\s*['\"](?:torch\w*|transformers|accelerate)\b", re.MULTILINE)
@@ -96,29 +106,56 @@ def image(tmp_path_factory) -> Callable[[str], Path]:
 
 @pytest.fixture(scope="module")
 def wheel_at_hand(tmp_path_factory) -> Path:
-    """A folder standing in for the CPU index: the pinned llama-cpp-python wheel, built as its authors' release
-    workflow builds the index's, portably (install.PORTABLE_BUILD). pip's own cache cannot be trusted to hold that
-    build, as its key ignores CMAKE_ARGS (a native build made earlier has the same name), so the wheel is kept in
-    WHEEL_CACHE: the first run on a machine builds it from source (minutes)."""
-    (pinned,) = install.pins([install.LLAMA_CPP])
-    name = pinned.replace("-", "_").replace("==", "-")
-    if not (cached := sorted(WHEEL_CACHE.glob(f"{name}-py3-none-*.whl"))):
-        building = tmp_path_factory.mktemp("building")
-        started = time.monotonic()
-        subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-cache-dir", pinned, "-w", building],
-                       check=True, capture_output=True, env={**os.environ, "CMAKE_ARGS": install.PORTABLE_BUILD})
-        print(f"\nbuilt {pinned} from source, {install.PORTABLE_BUILD}: {time.monotonic() - started:.0f} s")
-        WHEEL_CACHE.mkdir(parents=True, exist_ok=True)
-        cached = [Path(shutil.move(wheel, WHEEL_CACHE)) for wheel in building.glob(f"{name}-py3-none-*.whl")]
-    assert cached, f"pip built no py3-none wheel of {pinned}, as the index serves one for every CPython"
+    """A folder standing in for the CPU index: the pinned llama-cpp-python wheel, built portably as its authors'
+    release workflow builds the index's. It is this machine's (`install.machine_wheel`), which ./workshop built when
+    it set up .venv: seconds; only where no ./workshop ran here does the first run build it (minutes, once)."""
+    wheel = install.machine_wheel()
     folder = tmp_path_factory.mktemp("wheels")
-    shutil.copy(cached[0], folder)
+    (folder / wheel.name).symlink_to(wheel)
     return folder
 
 
 @pytest.fixture(scope="module")
 def bare(tmp_path_factory) -> Path:
     return origin(tmp_path_factory.mktemp("github"))
+
+
+def calls_model(source: str) -> bool:
+    """Whether a cell calls the model: through the connection's client, or by handing the connection to a call."""
+    for node in ast.walk(parsed(source)):
+        if not isinstance(node, ast.Call):
+            continue
+        called = node.func
+        while isinstance(called, (ast.Attribute, ast.Call, ast.Subscript)):
+            if isinstance(called, ast.Attribute) and called.attr == "client" and \
+                    isinstance(called.value, ast.Name) and called.value.id == CONNECTION:
+                return True
+            called = called.func if isinstance(called, ast.Call) else called.value
+        handed = [*node.args, *(keyword.value for keyword in node.keywords)]
+        if any(isinstance(value, ast.Name) and value.id == CONNECTION for value in handed):
+            return True
+    return False
+
+
+def colab_cells(notebook: nbformat.NotebookNode) -> list[nbformat.NotebookNode]:
+    """The code cells a new Colab runtime runs of `notebook`: the setup cell, the first that calls the model, the first
+    that asks for guided output, and every one that builds a widget, each with the latest earlier cell defining each
+    name it reads, in the notebook's order; then one cell importing what the other cells import."""
+    code = [cell for cell in notebook.cells if cell.cell_type == "code"]
+    model = [number for number, cell in enumerate(code) if number and calls_model(cell.source)]
+    guided = [number for number in model if ".guided(" in code[number].source]
+    wanted = [0, *model[:1], *guided[:1], *(number for number, cell in enumerate(code) if WIDGET.search(cell.source))]
+    defined, read = zip(*(names(cell.source) for cell in code))
+    chosen: set[int] = set()
+    while wanted:
+        number = wanted.pop()
+        if number not in chosen:
+            chosen.add(number)
+            wanted += [next(earlier for earlier in range(number - 1, -1, -1) if name in defined[earlier])
+                       for name in read[number] - defined[number] if any(name in d for d in defined[:number])]
+    imports = dict.fromkeys(ast.unparse(node) for number, cell in enumerate(code) if number not in chosen
+                            for node in ast.walk(parsed(cell.source)) if isinstance(node, (ast.Import, ast.ImportFrom)))
+    return [code[number] for number in sorted(chosen)] + [nbformat.v4.new_code_cell("\n".join(imports))]
 
 
 def new_runtime(image_python: Path, folder: Path, bare: Path, wheels: Path) -> tuple[Path, dict[str, str]]:
@@ -138,7 +175,6 @@ def new_runtime(image_python: Path, folder: Path, bare: Path, wheels: Path) -> t
         "PIP_RETRIES": "0",
         "PIP_DEFAULT_TIMEOUT": "15",
         "WORKSHOP_OWNER_PID": str(os.getpid()),  # a server left by a failed run stops with the test run
-        "WORKSHOP_QUICK": "1",  # a second pass over every notebook: nbval has run them in full
     }
 
 
@@ -167,9 +203,12 @@ def seconds(cell: nbformat.NotebookNode) -> float:
 @pytest.mark.integration
 @pytest.mark.parametrize(("version", "name"), MATRIX)
 def test_the_notebook_runs_in_a_new_colab_runtime(version, name, image, wheel_at_hand, bare, tmp_path, monkeypatch):
+    """About 30 s of setup and 5 to 90 s of `colab_cells` on 2 cores (estimates from the committed notebooks' cell
+    timings); the first case also waits for its image (about a minute from a warm pip cache)."""
     python, env = new_runtime(image(version), tmp_path, bare, wheel_at_hand)
     monkeypatch.setenv("JUPYTER_PATH", str(tmp_path))  # for this run's kernel spec, not the kernel's environment
     notebook = nbformat.reads(git("-C", bare, "show", f"{ADDRESS.branch}:notebooks/{name}"), as_version=4)
+    notebook.cells = colab_cells(notebook)
     client = NotebookClient(notebook, kernel_name=kernel_spec(python, tmp_path), timeout=900, startup_timeout=120)
     started = time.monotonic()
     try:
@@ -197,11 +236,46 @@ def test_the_notebook_runs_in_a_new_colab_runtime(version, name, image, wheel_at
 
 
 def test_the_matrix_runs_widgets():
-    # The widgets must work on Colab's ipywidgets 7 as on JupyterLab's 8: the matrix runs the notebooks' own widget
-    # cells, so at least two notebooks must build one in a code cell, not only mention it.
+    """No model, a second. The widgets must work on Colab's ipywidgets 7 as on JupyterLab's 8: the matrix runs the
+    notebooks' own widget cells, so at least two notebooks must build one in a cell the matrix runs."""
     building = [path.name for path in notebooks(ROOT) if any(
-        cell.cell_type == "code" and WIDGET.search(cell.source) for cell in nbformat.read(path, as_version=4).cells)]
+        WIDGET.search(cell.source) for cell in colab_cells(nbformat.read(path, as_version=4))[:-1])]
     assert len(building) >= 2, building
+
+
+@pytest.mark.parametrize("path", notebooks(ROOT), ids=lambda path: path.name)
+def test_every_runtime_calls_the_model(path):
+    """No model, a second: each notebook's cells in the matrix include a model call, so a reader's first request
+    on Colab's openai is made in every runtime."""
+    cells = colab_cells(nbformat.read(path, as_version=4))
+    assert any(calls_model(cell.source) for cell in cells[1:]), "every model call goes through the setup's `conn`"
+
+
+@pytest.mark.parametrize(("source", "calls"), [
+    ("reply = conn.client.chat.completions.create(model=conn.model, messages=[])", True),
+    ("policy = ModelPolicy(conn, seed=0)", True),
+    ("run = model_repair(connection=conn)", True),
+    ("episode = run_episode(ModelPolicy(conn), task)[0]", True),
+    ("fields = conn.profile.guided(schema)\nprint(conn.model)", False),
+    ("%time x = 1\nother = connect()", False),
+])
+def test_a_model_call_is_a_call_through_the_connection(source, calls):
+    """No model, instant."""
+    assert calls_model(source) is calls
+
+
+def test_the_cells_chosen_are_the_calls_the_widgets_and_what_they_read():
+    """No model, instant: a notebook made up for it."""
+    sources = ["conn = connect()", "import json\nunused = 1", "schema = {'type': 'object'}\nmessages = []",
+               "plain = conn.client.create(messages=messages)", "from pathlib import Path\nmore = json.dumps(schema)",
+               "guided = conn.client.create(messages=messages, **conn.profile.guided(schema))",
+               "def later():\n    import base64\n    return conn.client.create()",
+               "from helpers.widgets.step_through import step_through\nstep_through(plain)"]
+    notebook = nbformat.v4.new_notebook(cells=[nbformat.v4.new_markdown_cell("# title"),
+                                               *map(nbformat.v4.new_code_cell, sources)])
+    *chosen, imports = colab_cells(notebook)
+    assert [cell.source for cell in chosen] == [sources[0], sources[2], sources[3], sources[5], sources[7]]
+    assert imports.source == "import json\nfrom pathlib import Path\nimport base64"
 
 
 def test_nothing_imports_what_the_matrix_leaves_out():

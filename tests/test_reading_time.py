@@ -186,12 +186,16 @@ def test_every_lesson_has_an_exercise_in_its_core(path):
     assert any(section.core and section.exercise for section in sections(path)), "mark one `## Your turn` *Core*"
 
 
+def parsed(source: str) -> ast.Module:
+    """A code cell's Python, its IPython `!` and `%` lines read as `pass`."""
+    return ast.parse("\n".join(line[: len(line) - len(line.lstrip())] + "pass" if line.lstrip().startswith(("!", "%"))
+                               else line for line in source.splitlines()))
+
+
 def names(source: str) -> tuple[set[str], set[str]]:
     """The names a cell defines and the names it reads (IPython's `!` and `%` lines left out)."""
-    code = "\n".join(line[: len(line) - len(line.lstrip())] + "pass" if line.lstrip().startswith(("!", "%")) else line
-                     for line in source.splitlines())
     defined, read = set(), set()
-    for node in ast.walk(ast.parse(code)):
+    for node in ast.walk(parsed(source)):
         if isinstance(node, ast.Name):
             (defined if isinstance(node.ctx, ast.Store) else read).add(node.id)
         elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
