@@ -17,9 +17,10 @@ who clicks each notebook's badge meets it, running what only Colab's versions ca
   install's first attempt (`--only-binary llama-cpp-python`, that index as an extra index) finds it there; the test
   asserts that the first attempt succeeded and that nothing was compiled.
 
-Cost on 2 cores (estimates): building the two images, about 2 minutes with a warm pip cache (downloads on a cold one);
-then a runtime's setup, about 30 s, and its cells, 5 to 90 s of model time (notebook 03's widget shows the model's
-runs, so its runtime runs them, short as WORKSHOP_QUICK makes them), for each of the 8 cases.
+Cost on 2 cores: building the two images, about 2 minutes with a warm pip cache (downloads on a cold one); then for
+each of the 8 cases a runtime's setup, about 30 s, and its cells: 7 to 125 s, 6 min 46 s for the seven notebooks
+(measured in a local kernel with another model running, 2026-12-03; notebook 03's widget shows the model's runs on
+three tasks, so its runtime runs them, short as WORKSHOP_QUICK makes them: most of its 125 s).
 """
 from __future__ import annotations
 
@@ -138,21 +139,26 @@ def calls_model(source: str) -> bool:
 
 
 def colab_cells(notebook: nbformat.NotebookNode) -> list[nbformat.NotebookNode]:
-    """The code cells a new Colab runtime runs of `notebook`: the setup cell, the first that calls the model, the first
-    that asks for guided output, and every one that builds a widget, each with the latest earlier cell defining each
-    name it reads, in the notebook's order; then one cell importing what the other cells import."""
+    """The code cells a new Colab runtime runs of `notebook`, in its order: the setup cell, the first that calls the
+    model, the first that asks for guided output and every one that builds a widget, each with the cells it needs;
+    then one cell importing what the cells left out import."""
     code = [cell for cell in notebook.cells if cell.cell_type == "code"]
+    defined, read = zip(*(names(cell.source) for cell in code))
+
+    def needed(number: int) -> set[int]:
+        """The cell, the latest earlier cell defining each name it reads, and the cells those need in turn."""
+        found, todo = set(), [number]
+        while todo:
+            if (current := todo.pop()) not in found:
+                found.add(current)
+                todo += [next(earlier for earlier in range(current - 1, -1, -1) if name in defined[earlier])
+                         for name in read[current] - defined[current] if any(name in d for d in defined[:current])]
+        return found
+
     model = [number for number, cell in enumerate(code) if number and calls_model(cell.source)]
     guided = [number for number in model if ".guided(" in code[number].source]
-    wanted = [0, *model[:1], *guided[:1], *(number for number, cell in enumerate(code) if WIDGET.search(cell.source))]
-    defined, read = zip(*(names(cell.source) for cell in code))
-    chosen: set[int] = set()
-    while wanted:
-        number = wanted.pop()
-        if number not in chosen:
-            chosen.add(number)
-            wanted += [next(earlier for earlier in range(number - 1, -1, -1) if name in defined[earlier])
-                       for name in read[number] - defined[number] if any(name in d for d in defined[:number])]
+    widgets = [number for number, cell in enumerate(code) if WIDGET.search(cell.source)]
+    chosen = set().union({0}, *map(needed, {*model[:1], *guided[:1], *widgets}))
     imports = dict.fromkeys(ast.unparse(node) for number, cell in enumerate(code) if number not in chosen
                             for node in ast.walk(parsed(cell.source)) if isinstance(node, (ast.Import, ast.ImportFrom)))
     return [code[number] for number in sorted(chosen)] + [nbformat.v4.new_code_cell("\n".join(imports))]
@@ -203,8 +209,8 @@ def seconds(cell: nbformat.NotebookNode) -> float:
 @pytest.mark.integration
 @pytest.mark.parametrize(("version", "name"), MATRIX)
 def test_the_notebook_runs_in_a_new_colab_runtime(version, name, image, wheel_at_hand, bare, tmp_path, monkeypatch):
-    """About 30 s of setup and 5 to 90 s of `colab_cells` on 2 cores (estimates from the committed notebooks' cell
-    timings); the first case also waits for its image (about a minute from a warm pip cache)."""
+    """About 30 s of setup and 7 to 125 s of `colab_cells` on 2 cores (the module says more); the first case on each
+    Python also waits for its image (about a minute from a warm pip cache)."""
     python, env = new_runtime(image(version), tmp_path, bare, wheel_at_hand)
     monkeypatch.setenv("JUPYTER_PATH", str(tmp_path))  # for this run's kernel spec, not the kernel's environment
     notebook = nbformat.reads(git("-C", bare, "show", f"{ADDRESS.branch}:notebooks/{name}"), as_version=4)
@@ -235,12 +241,12 @@ def test_the_notebook_runs_in_a_new_colab_runtime(version, name, image, wheel_at
           f"(llama-cpp-python from the wheel at hand in {installed[0] if installed else '?'})")
 
 
-def test_the_matrix_runs_widgets():
+def test_the_matrix_runs_every_widget():
     """No model, a second. The widgets must work on Colab's ipywidgets 7 as on JupyterLab's 8: the matrix runs the
-    notebooks' own widget cells, so at least two notebooks must build one in a cell the matrix runs."""
-    building = [path.name for path in notebooks(ROOT) if any(
-        WIDGET.search(cell.source) for cell in colab_cells(nbformat.read(path, as_version=4))[:-1])]
-    assert len(building) >= 2, building
+    notebooks' own widget cells, and each widget must be built in a cell it runs, in one notebook at least."""
+    built = {found for path in notebooks(ROOT) for cell in colab_cells(nbformat.read(path, as_version=4))[:-1]
+             for found in WIDGET.findall(cell.source)}
+    assert built == {"step_through(", "mask_explorer("}
 
 
 @pytest.mark.parametrize("path", notebooks(ROOT), ids=lambda path: path.name)
@@ -269,13 +275,14 @@ def test_the_cells_chosen_are_the_calls_the_widgets_and_what_they_read():
     sources = ["conn = connect()", "import json\nunused = 1", "schema = {'type': 'object'}\nmessages = []",
                "plain = conn.client.create(messages=messages)", "from pathlib import Path\nmore = json.dumps(schema)",
                "guided = conn.client.create(messages=messages, **conn.profile.guided(schema))",
-               "def later():\n    import base64\n    return conn.client.create()",
-               "from helpers.widgets.step_through import step_through\nstep_through(plain)"]
+               "import base64\nruns = [conn.client.create(seed=seed) for seed in range(2)]",
+               "from helpers.widgets.step_through import step_through\nstep_through(plain)",
+               "from helpers.widgets.mask_view import mask_explorer\nmask_explorer(runs)"]
     notebook = nbformat.v4.new_notebook(cells=[nbformat.v4.new_markdown_cell("# title"),
                                                *map(nbformat.v4.new_code_cell, sources)])
     *chosen, imports = colab_cells(notebook)
-    assert [cell.source for cell in chosen] == [sources[0], sources[2], sources[3], sources[5], sources[7]]
-    assert imports.source == "import json\nfrom pathlib import Path\nimport base64"
+    assert [cell.source for cell in chosen] == [sources[0], *sources[2:4], *sources[5:]]
+    assert imports.source == "import json\nfrom pathlib import Path"
 
 
 def test_nothing_imports_what_the_matrix_leaves_out():
