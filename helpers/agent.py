@@ -31,7 +31,6 @@ import json
 import time
 from collections import Counter
 from dataclasses import asdict, dataclass, field
-from pathlib import Path
 from typing import Any, Callable, Iterable
 
 from jsonschema import Draft202012Validator
@@ -43,12 +42,11 @@ from helpers.grounding import HANDWRITTEN, NARROWINGS, Grounding, allowed_calls,
 from helpers.harness import Context, HarnessBreach, Tracer, User, exhausted, governed_turn, record_effects
 from helpers.instruction import Instruction
 from helpers.ladder import Contract, climb, model_repair, step_fallback
-from helpers.loop import (ModelPolicy, Policy, Turn, apply_step, run_turns, schema_problems,
-                          system_prompt)
+from helpers.loop import ModelPolicy, Policy, Turn, apply_step, run_turns, schema_problems, system_prompt
 from helpers.runtime.replies import Reply, total_usage
 from helpers.runtime.strict_subset import left_out_nulls
-from helpers.screen_schema import per_screen_schema
 from helpers.pydantic_contract import model_errors
+from helpers.screen_schema import per_screen_schema
 from helpers.steps import STEP_SCHEMA, STEP_TOKENS, Step
 from helpers.world.effects import Ledger
 from helpers.world.passwords import conceal, concealing, register
@@ -86,30 +84,6 @@ def turn_contract(schema: dict) -> Contract:
         return model_errors(Step, read) or schema_problems(json.dumps(read), schema)
 
     return Contract("Holo3 step", schema, validate, step_fallback)
-
-
-class ReplayPolicy:
-    """Plays back raw assistant replies from a JSONL file, one per turn, in order, whatever the screen shows.
-
-    Labelled as what it is: a fixed sequence (for example an adversarial one) to test the harness with.
-    Each line is a JSON string holding the raw reply. When the lines run out, the reply is empty.
-    """
-
-    name = "replay"
-    sees_images = True  # it reads nothing; its conversation shows the screenshots, as a vision model's would
-
-    def __init__(self, replies: list[str]):
-        self.replies, self.turn = list(replies), 0
-
-    @classmethod
-    def load(cls, path: Path | str) -> "ReplayPolicy":
-        lines = Path(path).read_text(encoding="utf-8").splitlines()
-        return cls([json.loads(line) for line in lines if line.strip()])
-
-    def propose(self, messages: list[dict], app: CampusStore, schema: dict | None = None) -> Reply:
-        text = self.replies[self.turn] if self.turn < len(self.replies) else ""
-        self.turn += 1
-        return Reply(text)
 
 
 @concealing

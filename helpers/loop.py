@@ -16,6 +16,7 @@ import json
 import re
 import time
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Callable, Protocol
 
 from jsonschema import Draft202012Validator
@@ -141,6 +142,30 @@ class ScriptedProposer:
 
     def propose(self, messages: list[dict], app: CampusStore, schema: dict | None = None) -> Reply:
         return Reply(self.policy.next_step(app).model_dump_json())
+
+
+class ReplayPolicy:
+    """Plays back raw assistant replies from a JSONL file, one per turn, in order, whatever the screen shows.
+
+    Labelled as what it is: a fixed sequence (for example an adversarial one) to test the harness with.
+    Each line is a JSON string holding the raw reply. When the lines run out, the reply is empty.
+    """
+
+    name = "replay"
+    sees_images = True  # it reads nothing; its conversation shows the screenshots, as a vision model's would
+
+    def __init__(self, replies: list[str]):
+        self.replies, self.turn = list(replies), 0
+
+    @classmethod
+    def load(cls, path: Path | str) -> "ReplayPolicy":
+        lines = Path(path).read_text(encoding="utf-8").splitlines()
+        return cls([json.loads(line) for line in lines if line.strip()])
+
+    def propose(self, messages: list[dict], app: CampusStore, schema: dict | None = None) -> Reply:
+        text = self.replies[self.turn] if self.turn < len(self.replies) else ""
+        self.turn += 1
+        return Reply(text)
 
 
 @concealing

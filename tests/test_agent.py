@@ -5,7 +5,8 @@ import json
 import pytest
 
 from helpers import agent, harness, replay
-from helpers.agent import CONFIGS, Episode, ReplayPolicy, run_episode, schema_problems, summarize
+from helpers.agent import CONFIGS, Episode, run_episode, summarize
+from helpers.loop import ReplayPolicy, schema_problems
 from helpers.grounding import NARROWINGS
 from helpers.harness import Tracer
 from helpers.goal import GOAL_TOKENS

@@ -2,10 +2,9 @@ import json
 
 import pytest
 
-from helpers.loop import (BUDGET_EXHAUSTED, EVICTED, ModelPolicy, ScriptedProposer,
+from helpers.loop import (BUDGET_EXHAUSTED, EVICTED, ModelPolicy, ReplayPolicy, ScriptedProposer,
                           count_images, observation_message, run_episode, system_prompt,
                           tool_output_message, trim_to_last_n_images)
-from helpers.runtime.replies import Reply
 from helpers.screen_schema import per_screen_schema
 from helpers.steps import STEP_SCHEMA
 from helpers.world.store import CampusStore
@@ -118,24 +117,11 @@ def test_system_prompt_carries_the_schema_and_tools():
     assert all(tool in prompt for tool in ("click", "write", "answer"))
 
 
-class Replay:
-    """A fixed list of replies, labelled as what it is: for testing the loop's bookkeeping only."""
-
-    name = "replay of fixed replies"
-    sees_images = True
-
-    def __init__(self, replies):
-        self.replies = iter(replies)
-
-    def propose(self, messages, app, schema=None):
-        return Reply(next(self.replies))
-
-
 def test_loop_protocol_messages_and_budget():
     task = TASKS[1]
     click = json.dumps({"note": None, "thought": "t", "tool_call": {"tool_name": "click", "element": "x",
                                                                        "x": 1, "y": 999}})
-    record = run_episode(Replay(["not json", click, click]), task, 0, max_steps=3)
+    record = run_episode(ReplayPolicy(["not json", click, click]), task, 0, max_steps=3)
     assert record.outcome == BUDGET_EXHAUSTED and not record.success
     assert record.turns[0].error.startswith("invalid step") and record.turns[0].step is None
     assert record.turns[1].tool_output == "no element at (1, 999)"

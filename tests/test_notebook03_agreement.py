@@ -132,26 +132,13 @@ def nb03_compare(nb03, task, seed: int, replies_for=None, max_steps: int = 12, k
     else:
         replies = iter(replies_for())
         propose = lambda messages, app: next(replies)  # noqa: E731
-        policy = Replay03(replies_for())
+        policy = helpers_loop.ReplayPolicy(replies_for())
     ours = nb03.run_episode(propose, task, seed, max_steps=max_steps, keep_images=keep_images, image=image)
     theirs = helpers_loop.run_episode(policy, task, seed, max_steps=max_steps, keep_images=keep_images)
     assert ours["messages"] == theirs.messages
     assert [s.model_dump() if s else None for s in ours["steps"]] == [t.step for t in theirs.turns]
     assert ours["results"] == [t.tool_output for t in theirs.turns]
     assert (ours["answer"], ours["success"]) == (theirs.answer, theirs.success)
-
-
-class Replay03:
-    """Fixed replies, for the loop's bookkeeping only (no model)."""
-
-    name = "replay of fixed replies"
-    sees_images = True
-
-    def __init__(self, replies):
-        self.replies = iter(replies)
-
-    def propose(self, messages, app, schema=None):
-        return Reply(next(self.replies))
 
 
 @pytest.mark.parametrize("task", NB03_TASKS, ids=lambda t: t.id)

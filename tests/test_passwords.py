@@ -6,7 +6,8 @@ from dataclasses import replace
 
 import pytest
 
-from helpers.agent import ReplayPolicy, run_episode
+from helpers.agent import run_episode
+from helpers.loop import ReplayPolicy
 from helpers.harness import Tracer
 from helpers.instruction import Instruction
 from helpers.loop import ScriptedProposer

@@ -27,17 +27,20 @@ NOTEBOOKS = sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
 NUMBER = re.compile(r"(?<![\w.:])\d[\d,]*(?:\.\d+)?(?![\w]|\.\d|:\d)")  # not a clock time, not a version
 WORDS = {word: str(value) for value, word in enumerate(
     "zero one two three four five six seven eight nine ten eleven twelve".split()) if value >= 2}
-WORD = re.compile(rf"\b({'|'.join(WORDS)})\b", re.IGNORECASE)
+# A number word counts as a figure in a count ("five of the eight"); alone it is plain language ("three screens").
+WORD = re.compile(rf"\b({'|'.join(WORDS)}) of (?:the )?(?:{'|'.join(WORDS)}|\d+)\b", re.IGNORECASE)
 
 
-# A software version is a name, not a figure: "vLLM 0.11", "removed in 0.12", "Python 3.13", "openai>=1.40".
+# A software version or a place in a text is a name, not a figure: "vLLM 0.11", "removed in 0.12", "Python 3.13",
+# "openai>=1.40", "part 9", "section 5", "notebook 03".
 VERSION_BEFORE = re.compile(r"(?:vLLM|NIM(?: for LLMs)?|Python|ipywidgets|IPython|llama-cpp-python|llguidance|openai|"
-                            r"pydantic|matplotlib|[Vv]ersions?|[Rr]eleases?|removed in|[<>]=?|==|~=)\s*$")
+                            r"pydantic|matplotlib|[Vv]ersions?|[Rr]eleases?|removed in|[<>]=?|==|~=|[Pp]art|[Ss]ections?|"
+                            r"[Nn]otebooks?)\s*$")
 
 
 def numbers(text: str) -> set[str]:
-    """Every number the text holds, commas dropped (47,900 is 47900), with two to twelve spelled out as digits;
-    not a clock time, and not a software version."""
+    """Every number the text holds, commas dropped (47,900 is 47900), with two to twelve spelled out as digits where
+    they count ("five of the eight"); not a clock time, not a software version, not a place in a text."""
     found = {match[0].replace(",", "").rstrip(",") for match in NUMBER.finditer(text)
              if not VERSION_BEFORE.search(text[max(0, match.start() - 20):match.start()])}
     return found | {WORDS[word.lower()] for word in WORD.findall(text)}
@@ -66,6 +69,14 @@ def measurements(text: str) -> set[str]:
     return {match.replace(",", "") for match in MEASUREMENT.findall(text)}
 
 
+CODE_IN_PROSE = re.compile(r"```.*?```|`[^`\n]*`", re.DOTALL)
+
+
+def prose(cell: dict) -> str:
+    """A markdown cell's words, its code (fenced blocks, inline spans) left out: `--seeds 3` is code, not a figure."""
+    return CODE_IN_PROSE.sub(" ", source(cell))
+
+
 def labelled_recorded(cell: dict) -> bool:
     return bool(RECORDED.search(source(cell)))
 
@@ -83,7 +94,7 @@ def single_run_figures(cells: list[dict]) -> dict[int, list[str]]:
         if cell["cell_type"] == "code":
             if not checked(cell):
                 shown |= numbers(output_text(cell))
-        elif not labelled_recorded(cell) and (quoted := sorted(numbers(source(cell)) & shown - in_code)):
+        elif not labelled_recorded(cell) and (quoted := sorted(numbers(prose(cell)) & shown - in_code)):
             found[index] = quoted
     return found
 
@@ -94,7 +105,7 @@ def unsourced_measurements(cells: list[dict]) -> dict[int, list[str]]:
                           for c in cells if c["cell_type"] == "code"))
     return {index: sorted(found) for index, cell in enumerate(cells)
             if cell["cell_type"] == "markdown" and not labelled_recorded(cell)
-            and (found := measurements(source(cell)) - known)}
+            and (found := measurements(prose(cell)) - known)}
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
@@ -126,5 +137,7 @@ def test_the_rules_see_a_run_figure_and_a_figure_from_nowhere_and_spare_the_code
     run["metadata"] = {"tags": ["nbval-check-output"]}
     assert single_run_figures([run, prose]) == {}
     assert unsourced_measurements([run, prose]) == {1: ["39", "50"]}
+    quiet = {"cell_type": "markdown", "source": ["Run it with `--seeds 47` in section 5 of part 8; three screens."]}
+    assert single_run_figures([run, quiet]) == unsourced_measurements([run, quiet]) == {}
     prose["source"] = [*prose["source"], " (recorded: [results](../docs/results.md#repairs))"]
     assert single_run_figures([run, prose]) == unsourced_measurements([run, prose]) == {}

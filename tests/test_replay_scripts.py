@@ -1,6 +1,7 @@
 """The replay scripts notebook 06 runs in its core: forged approvals and a retried order, labelled as scripts, and what
 stops them. Each line goes through the ladder, the turn's schema and the harness like a model's reply."""
-from helpers.agent import ReplayPolicy, run_episode
+from helpers.agent import run_episode
+from helpers.loop import ReplayPolicy
 from helpers.grounding import NARROWINGS
 from helpers.replay import forged_approvals, retried_order, stopped_by, walk_to_product
 from helpers.world.tasks import load_tasks

@@ -29,7 +29,8 @@ from jsonschema import Draft202012Validator
 from pydantic import ValidationError
 
 from helpers import loop
-from helpers.agent import CONFIGS, ReplayPolicy, parse_goal, run_episode, schema_problems, turn_contract
+from helpers.agent import CONFIGS, parse_goal, run_episode, turn_contract
+from helpers.loop import ReplayPolicy, schema_problems
 from helpers.contract import ANSWER_JSON_SCHEMA, validate_answer
 from helpers.goal import Goal
 from helpers.runtime.backends import probe_model

@@ -28,10 +28,10 @@ import time
 from collections import Counter
 from pathlib import Path
 
-from helpers.agent import CONFIGS, MAX_STEPS, Episode, ReplayPolicy, governed_repair, run_episode, summarize
+from helpers.agent import CONFIGS, MAX_STEPS, Episode, governed_repair, run_episode, summarize
 from helpers.grounding import NARROWINGS
 from helpers.harness import Tracer
-from helpers.loop import ModelPolicy, ScriptedProposer
+from helpers.loop import ModelPolicy, ReplayPolicy, ScriptedProposer
 from helpers.runtime.versions import software_versions
 from helpers.steps import STEP_TOKENS
 from helpers.world.passwords import conceal
