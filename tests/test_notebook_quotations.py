@@ -1,0 +1,57 @@
+"""Notebooks 04 and 05 teach the sources' ideas in the sources' words.
+
+Issue 40 asks each notebook to teach ideas of the NIM workshop's post and of Layer 2 that none taught, quoted. Each
+quotation below must stand in its notebook's markdown, and, where the seed sources sit beside this checkout, in the
+source it is attributed to, word for word (a paraphrase in quotation marks fails here).
+"""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+SOURCES = ROOT.parent / "shared" / "sources"
+NIM = "nim-workshop-part9-structured-outputs.txt"
+LAYER2 = "layer2-model-proposes-harness-disposes.txt"
+
+# notebook -> (source, the quotation as the notebook gives it)
+QUOTED: dict[str, list[tuple[str, str]]] = {
+    "04_repair_ladder_and_harness.ipynb": [
+        (NIM, "Telling the model exactly which field failed, and why, is most of the reason a single retry usually "
+              "lands."),
+        (NIM, "The single retry lands far more often when it knows which field failed and why"),  # a reader's comment
+        (LAYER2, "Read, compute, mutate, submit, abort"),
+        (LAYER2, "The model may propose an action. The harness decides whether that action is structurally valid, "
+                 "permitted, and safe to execute."),
+        (LAYER2, "Tool name exists in the declared tool set."),
+        (LAYER2, "The action is within step, cost, and permission budgets."),
+    ],
+    "05_prompt_only_vs_guided.ipynb": [
+        (NIM, "it interacts badly with tool calling"),
+        (NIM, "a dedicated final format turn there means a full blocking generation before the first token, which "
+              "kills time to first token"),
+        (NIM, "live token-by-token display is dropped for the final answer"),
+        (NIM, "the newest releases move to OpenAI-compatible response_format JSON mode"),
+    ],
+}
+CASES = [(notebook, source, quote) for notebook, quotes in QUOTED.items() for source, quote in quotes]
+
+
+def markdown(name: str) -> str:
+    """The notebook's markdown, its line breaks read as spaces, as a reader reads the rendered text."""
+    cells = json.loads((ROOT / "notebooks" / name).read_text(encoding="utf-8"))["cells"]
+    return " ".join(" ".join("".join(c["source"]).split()) for c in cells if c["cell_type"] == "markdown")
+
+
+@pytest.mark.parametrize("notebook,source,quote", CASES, ids=[f"{n[:2]}: {q[:40]}" for n, _, q in CASES])
+def test_the_notebook_quotes_the_source(notebook, source, quote):
+    assert f'"{quote}' in markdown(notebook), f"{notebook} should quote {source}: {quote!r}"
+
+
+@pytest.mark.parametrize("notebook,source,quote", CASES, ids=[f"{n[:2]}: {q[:40]}" for n, _, q in CASES])
+def test_the_quotation_is_the_sources_word_for_word(notebook, source, quote):
+    if not (SOURCES / source).exists():
+        pytest.skip("the seed sources are not beside this checkout")
+    assert quote in " ".join((SOURCES / source).read_text(encoding="utf-8").split())
