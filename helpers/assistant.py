@@ -1,4 +1,4 @@
-"""The campus assistant of notebook 01: its knowledge base, its prompt and its eval questions.
+"""The campus assistant of notebook 01: its knowledge base, its prompt, the prompt-only request, its eval questions.
 
 The assistant answers questions about a campus from the facts a search would return, as one JSON object
 that keeps the answer contract (`helpers.contract`). Notebook 04 sends it through the repair ladder and
@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from helpers.runtime.paths import DATA
+from helpers.runtime.replies import Reply
 
 # A valid answer is under 100 tokens; the cap stops a reply that loops (a 135M model often does).
 ASK_TOKENS = 160
@@ -56,6 +57,13 @@ def messages_for(question: dict, system_prompt: Callable[[str], str] = lambda te
             {"role": "user", "content": user_message(EXAMPLE_QUESTION)},
             {"role": "assistant", "content": json.dumps(EXAMPLE_ANSWER)},
             {"role": "user", "content": user_message(question)}]
+
+
+def ask(conn, question: dict, max_tokens: int = ASK_TOKENS) -> Reply:
+    """One prompt-only request at temperature 0: the contract lives in the prompt alone."""
+    return Reply.of(conn.client.chat.completions.create(
+        model=conn.model, messages=messages_for(question, conn.profile.system_prompt), temperature=0,
+        max_tokens=max_tokens, **conn.profile.prompt_only()))
 
 
 def load_evals(path: Path | str = DATA / "evals.jsonl") -> list[dict[str, Any]]:

@@ -167,7 +167,8 @@ def not_plain(path: str, value: str) -> str:
     return f"{path}: expected plain text (printable ASCII without \" or \\), got {odd!r}"
 
 
-def _text_problems(path: str, value: Any, limit: int) -> list[str]:
+def text_problems(path: str, value: Any, limit: int) -> list[str]:
+    """What is wrong with one text of the contract: not a string, not plain, or longer than `limit`."""
     if not isinstance(value, str):
         return [wrong_type(path, "a string", value)]
     problems = [] if _PLAIN.fullmatch(value) else [not_plain(path, value)]
@@ -176,24 +177,26 @@ def _text_problems(path: str, value: Any, limit: int) -> list[str]:
     return problems
 
 
-def _item_problems(path: str, value: Any) -> list[str]:
+def item_problems(path: str, value: Any) -> list[str]:
+    """What is wrong with one entry of `items`: exactly `name` and `value`, each a short plain text."""
     if not isinstance(value, dict):
         return [wrong_type(path, "an object", value)]
     problems = [f"missing key: {path}.{key}" for key in ITEM_KEYS if key not in value]
     problems += [f"unexpected key: {path}.{key}" for key in value if key not in ITEM_KEYS]
     return problems + [p for key in ITEM_KEYS if key in value
-                       for p in _text_problems(f"{path}.{key}", value[key], ITEM_TEXT_MAX_LENGTH)]
+                       for p in text_problems(f"{path}.{key}", value[key], ITEM_TEXT_MAX_LENGTH)]
 
 
-def _list_problems(key: str, value: Any) -> list[str]:
+def list_problems(key: str, value: Any) -> list[str]:
+    """What is wrong with one of the three lists, and with each of its entries."""
     if not isinstance(value, list):
         return [wrong_type(key, "a list", value)]
     # Past the bound the entries are not worth checking one by one.
     if len(value) > MAX_LIST_ENTRIES:
         return [too_long(key, MAX_LIST_ENTRIES, len(value), "entries")]
     if key == "items":
-        return [p for i, entry in enumerate(value) for p in _item_problems(f"{key}[{i}]", entry)]
-    return [p for i, entry in enumerate(value) for p in _text_problems(f"{key}[{i}]", entry, SHORT_TEXT_MAX_LENGTH)]
+        return [p for i, entry in enumerate(value) for p in item_problems(f"{key}[{i}]", entry)]
+    return [p for i, entry in enumerate(value) for p in text_problems(f"{key}[{i}]", entry, SHORT_TEXT_MAX_LENGTH)]
 
 
 def validate_answer(data: Any) -> list[str]:
@@ -206,10 +209,10 @@ def validate_answer(data: Any) -> list[str]:
         if key in data and data[key] not in allowed:
             problems.append(wrong_value(key, allowed, data[key]))
     if "answer" in data:
-        problems += _text_problems("answer", data["answer"], ANSWER_MAX_LENGTH)
+        problems += text_problems("answer", data["answer"], ANSWER_MAX_LENGTH)
     for key in LIST_KEYS:
         if key in data:
-            problems += _list_problems(key, data[key])
+            problems += list_problems(key, data[key])
     return problems
 
 

@@ -10,18 +10,11 @@ import time
 from dataclasses import dataclass
 from typing import Any, Callable
 
-from helpers.assistant import ASK_TOKENS, messages_for
+from helpers.assistant import ASK_TOKENS, ask
 from helpers.contract import format_error, validate_answer
 from helpers.harness import Context, Decision, Tracer, decide
 from helpers.ladder import ANSWER_CONTRACT, LadderRecord, climb
 from helpers.runtime.replies import Reply, total_usage
-
-
-def ask(conn, question: dict, max_tokens: int = ASK_TOKENS) -> Reply:
-    """One prompt-only request at temperature 0: the contract lives in the prompt alone."""
-    return Reply.of(conn.client.chat.completions.create(
-        model=conn.model, messages=messages_for(question, conn.profile.system_prompt), temperature=0,
-        max_tokens=max_tokens, **conn.profile.prompt_only()))
 
 
 @dataclass

@@ -1,6 +1,7 @@
 """The Pydantic twin of the contract and the Holo3 step: schemas, verdicts, the tool list, dispatch."""
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -43,6 +44,15 @@ def test_examples_cover_both_verdicts():
     assert len({example["id"] for example in EXAMPLES}) == len(EXAMPLES)
     assert sum(example["valid"] for example in EXAMPLES) >= 5
     assert sum(not example["valid"] for example in EXAMPLES) >= 15
+
+
+def test_an_example_step_called_the_documentations_is_the_documentations():
+    """Notebook 02 prints each example's `why`: a step the workshop wrote must not pass for H Company's example."""
+    from test_seed_quotations import HOLO3_EXAMPLE  # pytest puts tests/ on the path
+
+    claimed = [example["id"] for example in EXAMPLES if re.search(r"docs'|documentation's", example["why"])
+               and example["step"] != json.loads(HOLO3_EXAMPLE)]
+    assert not claimed, "say whose step it is: the documentation's example is the one notebook 02 quotes"
 
 
 @pytest.mark.parametrize("example", EXAMPLES, ids=[example["id"] for example in EXAMPLES])

@@ -13,8 +13,9 @@ city_schema = {
 }
 
 # Your turn 1: NIM 1.x reads guided JSON from a top-level `nvext` object of the request body; the openai
-# client sends fields it does not know through `extra_body`.
-nim_fields = {"extra_body": {"nvext": {"guided_json": city_schema}}}
+# client sends fields it does not know through `extra_body`. Arguments the client knows, such as temperature,
+# stand beside it.
+nim_fields = {"temperature": 0, "extra_body": {"nvext": {"guided_json": city_schema}}}
 
 # Your turn 2: an enum for the value, `required` so the key cannot be left out, and
 # `additionalProperties: false` so nothing else can be added.

@@ -10,9 +10,10 @@ CLOSED = ConfigDict(extra="forbid", strict=True)  # as in the notebook: no extra
 
 
 # Your turn 1: the same shape as ScrollArgs, with bounds on the integer. Because it is a model like the others,
-# it renders into the prompt's tool list and joins the union as it is.
+# it renders into the prompt's tool list and joins the union as it is. The docstring says what the tool does and
+# what it leaves alone, since the model chooses tools by their descriptions.
 class WaitArgs(BaseModel):
-    """Wait for the page to finish loading."""
+    """Wait for the page to finish loading. It changes nothing on the page."""
 
     model_config = CLOSED
     intent: ClassVar[IntentKind] = "tool_request"
