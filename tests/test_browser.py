@@ -126,9 +126,12 @@ def open_and_run(browser, lab, notebook: str, cells: int, timeout: float = 150) 
     actions.perform()
 
     def done(b) -> bool:
-        prompts = [p.text for p in b.find_elements(By.CSS_SELECTOR, ".jp-CodeCell .jp-InputPrompt")]
+        # A cell whose source is hidden (the setup cell) shows a placeholder prompt with no count: only shown
+        # inputs' prompts are read, and the kernel being idle covers the hidden ones.
+        prompts = [p.text for p in b.find_elements(By.CSS_SELECTOR, ".jp-CodeCell .jp-InputArea-prompt")]
         ran = prompts[:code_cells(notebook, cells)]
-        return bool(ran) and all(p.strip("[]: ") not in ("", "*") for p in ran)
+        return bool(ran) and all(p.strip("[]: ") not in ("", "*") for p in ran) \
+            and kernel_state(lab, notebook) == "idle"
 
     WebDriverWait(browser, timeout, poll_frequency=1).until(done)
 
@@ -142,8 +145,9 @@ def kernel_state(lab, notebook: str) -> str | None:
 
 
 def code_cells(notebook: str, cells: int) -> int:
+    """How many of the first `cells` cells are code cells whose source the page shows."""
     source = json.loads((ROOT / "notebooks" / notebook).read_text(encoding="utf-8"))["cells"][:cells]
-    return sum(c["cell_type"] == "code" for c in source)
+    return sum(c["cell_type"] == "code" and not c["metadata"].get("jupyter", {}).get("source_hidden") for c in source)
 
 
 def outputs_text(browser) -> str:

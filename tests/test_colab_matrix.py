@@ -28,6 +28,7 @@ import ast
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 import time
