@@ -11,7 +11,7 @@ import secrets
 from typing import Any
 
 from helpers.exercises import Verdict
-from helpers.loop import app_handlers, observation_message, trim_to_last_n_images
+from helpers.loop import EVICTED, app_handlers, observation_message, trim_to_last_n_images
 from helpers.world.store import CampusStore
 
 SOLUTIONS = {"trim_keep_first": "trim_keep_first", "user_handlers": "user_handlers"}
@@ -180,3 +180,31 @@ WRONG = {
     "user_handlers": [_only_app_handlers, _always_yes, _own_question, _asks_but_drops_reply, _other_app,
                       _only_ask_user, _positional_question, app_handlers],
 }
+
+
+def _bound_reply(app: CampusStore, user: Any) -> dict:
+    """The user's own method as the handler: its parameter is named `question`, as the tool's is."""
+    handlers = app_handlers(app)
+    handlers["ask_user"] = user.reply
+    return handlers
+
+
+def _framed_reply(app: CampusStore, user: Any) -> dict:
+    """The reply handed back inside a sentence of its own: the model still reads it next turn."""
+    def ask_user(question: str) -> str:
+        return f"The user says: {user.reply(question)}"
+    return {**app_handlers(app), "ask_user": ask_user}
+
+
+def _first_and_newest_by_position(messages: list[dict], n: int = 3) -> list[dict]:
+    """Written from scratch: every screenshot but the first and the n newest becomes the evicted placeholder."""
+    trimmed = copy.deepcopy(messages)
+    images = [(message, i) for message in trimmed if isinstance(message["content"], list)
+              for i, part in enumerate(message["content"]) if part.get("type") == "image_url"]
+    for message, i in images[1:max(len(images) - n, 1)]:
+        message["content"][i] = {"type": "text", "text": EVICTED}
+    return trimmed
+
+
+# Other correct spellings the prompts allow: each must pass.
+RIGHT = {"user_handlers": [_bound_reply, _framed_reply], "trim_keep_first": [_first_and_newest_by_position]}
