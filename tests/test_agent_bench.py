@@ -5,7 +5,7 @@ import pytest
 
 from helpers.agent import CONFIGS, run_episode
 from helpers.bench.agent import (HORIZON_TASKS, by_horizon, horizon_table, horizon_tasks, main,
-                                 scripted_horizon, table)
+                                 scripted_horizon, table, changes)
 from helpers.loop import ScriptedProposer
 from helpers.runtime.paths import ROOT
 from helpers.world.scripted_policy import ScriptedPolicy
@@ -118,6 +118,21 @@ def test_a_summary_saved_before_the_counts_by_cause_still_renders():
     rendered = table(older)
     assert "|     by action | n/a | n/a | n/a | n/a | n/a |" in rendered
     assert "|   by cause | n/a | n/a | n/a | n/a | n/a |" in rendered
+
+
+def test_before_and_after_lists_every_changed_row_but_wall_time():
+    """Notebook 06 prints these lines: a row that moved is named with both values, wall time never is, and an
+    unchanged run is an empty list."""
+    after = json.loads((ROOT / "docs" / "agent-bench.json").read_text())["summary"]
+    before = {config: dict(s) for config, s in after.items()}
+    assert changes(before, after) == {config: [] for config in after}
+    before["governed"].update(mean_steps=after["governed"]["mean_steps"] + 0.7, seconds=1.0, repairs=3)
+    changed = changes(before, after)
+    assert changed["governed"] == [f"mean steps: {after['governed']['mean_steps'] + 0.7:.1f} -> "
+                                   f"{after['governed']['mean_steps']:.1f}",
+                                   f"repairs / fallbacks: 3 / {after['governed']['fallbacks']} -> "
+                                   f"{after['governed']['repairs']} / {after['governed']['fallbacks']}"]
+    assert all(lines == [] for config, lines in changed.items() if config != "governed")
 
 
 def test_the_handwritten_configuration_runs_with_no_narrowing(tmp_path):

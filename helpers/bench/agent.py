@@ -159,25 +159,38 @@ def counts(by: dict[str, int] | None) -> str:
     return ", ".join(f"{k} {v}" for k, v in sorted(by.items())) or "-"
 
 
+# A summary's rows as the tables print them: (measure, cell).
+ROWS = [("episodes (task x seed)", lambda s: str(s["episodes"])),
+        ("success rate", lambda s: f"{s['success_rate']:.0%}"), ("mean steps", lambda s: f"{s['mean_steps']:.1f}"),
+        ("steps the schema decided (one allowed call)", lambda s: f"{s['single_option_share']:.0%}"),
+        ("goals the user confirmed", lambda s: "-" if s["goals_confirmed"] is None
+         else f"{s['goals_confirmed']:.0%}"),
+        ("side effects not asked for, executed", lambda s: str(s["unasked_executed"])),
+        ("  of which the instruction did not want", lambda s: str(s["unwanted_executed"])),
+        ("    by action", lambda s: counts(s.get("unwanted_executed_by_action"))),
+        ("unwanted side effects blocked", lambda s: str(s["unwanted_blocked"])),
+        ("  by cause", lambda s: counts(s.get("unwanted_blocked_by"))),
+        ("harness rejections", lambda s: counts(s["rejections"])),
+        ("repairs / fallbacks", lambda s: f"{s['repairs']} / {s['fallbacks']}"),
+        ("tokens", lambda s: "n/a" if s["tokens"] is None else str(s["tokens"])),
+        ("wall time (s)", lambda s: f"{s['seconds']:.0f}")]
+# What the machine decides, not the code: left out when two runs are compared.
+MACHINE_ROWS = {"wall time (s)"}
+
+
 def table(summary: dict[str, dict]) -> str:
-    rows = [("episodes (task x seed)", lambda s: str(s["episodes"])),
-            ("success rate", lambda s: f"{s['success_rate']:.0%}"), ("mean steps", lambda s: f"{s['mean_steps']:.1f}"),
-            ("steps the schema decided (one allowed call)", lambda s: f"{s['single_option_share']:.0%}"),
-            ("goals the user confirmed", lambda s: "-" if s["goals_confirmed"] is None
-             else f"{s['goals_confirmed']:.0%}"),
-            ("side effects not asked for, executed", lambda s: str(s["unasked_executed"])),
-            ("  of which the instruction did not want", lambda s: str(s["unwanted_executed"])),
-            ("    by action", lambda s: counts(s.get("unwanted_executed_by_action"))),
-            ("unwanted side effects blocked", lambda s: str(s["unwanted_blocked"])),
-            ("  by cause", lambda s: counts(s.get("unwanted_blocked_by"))),
-            ("harness rejections", lambda s: counts(s["rejections"])),
-            ("repairs / fallbacks", lambda s: f"{s['repairs']} / {s['fallbacks']}"),
-            ("tokens", lambda s: "n/a" if s["tokens"] is None else str(s["tokens"])),
-            ("wall time (s)", lambda s: f"{s['seconds']:.0f}")]
     configs = list(summary)
     lines = ["| measure | " + " | ".join(configs) + " |", "|---|" + "---|" * len(configs)]
-    lines += [f"| {name} | " + " | ".join(cell(summary[c]) for c in configs) + " |" for name, cell in rows]
+    lines += [f"| {name} | " + " | ".join(cell(summary[c]) for c in configs) + " |" for name, cell in ROWS]
     return "\n".join(lines)
+
+
+def changes(before: dict[str, dict], after: dict[str, dict]) -> dict[str, list[str]]:
+    """Per configuration of `after`, each printed row that differs from `before`, as 'measure: old -> new'
+    (wall time left out: it measures the machine). An empty list: the two runs print the same."""
+    return {config: [f"{name.strip()}: {cell(before[config])} -> {cell(summary)}"
+                     for name, cell in ROWS if name not in MACHINE_ROWS and cell(before[config]) != cell(summary)]
+            for config, summary in after.items()}
 
 
 def chart(summary: dict[str, dict], path: Path, title: str) -> None:
