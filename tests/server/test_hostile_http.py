@@ -18,6 +18,7 @@ from hypothesis import strategies as st
 from body_strategies import bodies, near_valid
 from helpers.runtime.backends import embedded_client
 from helpers.runtime.embedded import LOG, MODEL_ID, Running, health, start_server, stop_server
+from test_request_queue import wait_until  # pytest puts tests/server/ on the path
 
 pytestmark = pytest.mark.integration
 QUEUE, SOCKET_TIMEOUT = 4, 2
@@ -101,27 +102,17 @@ def busy(port: Running) -> bool | None:
     return None if answer is None else answer["queue"]["busy"]
 
 
-def wait_until(condition, seconds: float = 60) -> bool:
-    """Whether the condition came true within the seconds given."""
-    deadline = time.monotonic() + seconds
-    while not condition():
-        if time.monotonic() > deadline:
-            return False
-        time.sleep(0.05)
-    return True
-
-
 def test_a_client_that_hangs_up_stops_its_decoding(port):
     body = json.dumps(small(max_tokens=4000, messages=[{"role": "user", "content": "Write a very long story."}]))
-    assert wait_until(lambda: busy(port) is False), "an earlier test's reply never ended"
+    wait_until(lambda: busy(port) is False, 60, "an earlier test's reply never ended")
     with socket.create_connection(("127.0.0.1", port.port)) as sock:
         sock.sendall(head(port) + b"Content-Length: %d\r\n\r\n%s" % (len(body), body.encode()))
         # Hang up only once the model decodes: a client that leaves while its request waits or is prepared
         # (seconds, on a loaded machine) takes another path, the queue's.
-        assert wait_until(lambda: busy(port) is True), "the long story never started decoding"
+        wait_until(lambda: busy(port) is True, 60, "the long story never started decoding")
     log = port.folder / LOG
-    assert wait_until(lambda: "client gone (Cancelled)" in log.read_text(), 20), log.read_text()[-2000:]
-    assert wait_until(lambda: busy(port) is False, 20), "the server still decodes for nobody"
+    wait_until(lambda: "client gone (Cancelled)" in log.read_text(), 20, "no 'client gone (Cancelled)' in the log")
+    wait_until(lambda: busy(port) is False, 20, "the server still decodes for nobody")
 
 
 def test_a_deadline_ends_the_reply_like_max_tokens(port):

@@ -22,10 +22,10 @@ def hold(queue: RequestQueue, release: threading.Event) -> threading.Thread:
     return thread
 
 
-def wait_until(condition, seconds: float = 5.0) -> None:
+def wait_until(condition, seconds: float = 5.0, never: str = "condition never held") -> None:
     deadline = time.monotonic() + seconds
     while not condition():
-        assert time.monotonic() < deadline, "condition never held"
+        assert time.monotonic() < deadline, never
         time.sleep(0.01)
 
 
