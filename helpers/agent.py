@@ -44,7 +44,7 @@ from helpers.instruction import Instruction
 from helpers.ladder import Contract, climb, model_repair, step_fallback
 from helpers.loop import ModelPolicy, Policy, Turn, apply_step, run_turns, schema_problems, system_prompt
 from helpers.runtime.replies import Reply, total_usage
-from helpers.runtime.strict_subset import left_out_nulls
+from helpers.runtime.strict_subset import left_out_nulls, read_back
 from helpers.pydantic_contract import model_errors
 from helpers.screen_schema import per_screen_schema
 from helpers.steps import STEP_SCHEMA, STEP_TOKENS, Step
@@ -80,10 +80,9 @@ def schema_for(config: str, app: CampusStore, grounding: Grounding, narrowings: 
 def turn_contract(schema: dict) -> Contract:
     """The step contract for one turn: a valid `Step`, and one this turn's schema allows."""
     def validate(data: Any) -> list[str]:
-        read = left_out_nulls(schema, data)
-        return model_errors(Step, read) or schema_problems(json.dumps(read), schema)
+        return model_errors(Step, data) or schema_problems(json.dumps(data), schema)
 
-    return Contract("Holo3 step", schema, validate, step_fallback)
+    return Contract("Holo3 step", schema, validate, step_fallback, lambda data: left_out_nulls(schema, data))
 
 
 @concealing
@@ -279,7 +278,7 @@ class Run:
         started = time.perf_counter()
         ladder = climb(reply.text, turn_contract(schema), self.repair(schema) if self.repair else None)
         if ladder.fallback_used:
-            self._refused_by_schema(reply.text)
+            self._refused_by_schema(reply.text, schema)
         calls = [(reply.usage, self.messages, reply.text),
                  *((usage, self.messages, ladder.repair_raw or "") for usage in ladder.usage)]
         self.usages += [usage for usage, _, _ in calls]
@@ -300,12 +299,12 @@ class Run:
         verdict = {"allowed": decision.allowed, "cause": decision.cause, "message": decision.message}
         return Turn(step, output, rung=ladder.rung, decision=verdict)
 
-    def _refused_by_schema(self, raw: str) -> None:
+    def _refused_by_schema(self, raw: str, schema: dict) -> None:
         """A step outside this turn's schema never reaches the app. A model the server guides by the schema cannot
         write one; a policy nothing guides (a script, a replay) can: the effects the step would have had are entered
         in the ledger as blocked, cause `outside_schema`, beside the harness's refusals."""
         try:
-            call = Step.model_validate_json(raw).tool_call.model_dump()
+            call = Step.model_validate_json(read_back(schema, raw)).tool_call.model_dump()
         except ValidationError:
             return  # not a step at all: it would have done nothing
         for effect in self.app.effects_of(call.pop("tool_name"), call):
@@ -319,7 +318,7 @@ class Run:
         since = len(self.app.effects)
         step, error, result = apply_step(reply, self.app, self.messages, schema)
         if step is None:
-            self._refused_by_schema(reply.text)
+            self._refused_by_schema(reply.text, schema)
         record_effects(self.app, since, self.ctx,
                        lambda e: not e.irreversible and self.ctx.asked_for.typing_allowed(e.text, e.field)[0])
         return Turn(step, result, error, rung="valid" if step else "invalid")
@@ -355,8 +354,10 @@ def run_episode(policy: Policy, task: Task, seed: int = 0, config: str = "govern
         user.reply("I could not read your instruction into a goal you confirmed. What exactly should I do?")
         episode.outcome = "goal not confirmed: asked the user"
     else:
-        episode.turns, episode.outcome = run_turns(
-            policy, app, messages, run.act, max_steps, keep_images, schema_for=run.schema, halt=(lambda: run.breach or exhausted(ctx)) if governed else (lambda: None))
+        episode.turns, outcome = run_turns(policy, app, messages, run.act, max_steps, keep_images,
+                                           schema_for=run.schema,
+                                           halt=(lambda: run.breach or exhausted(ctx)) if governed else lambda: None)
+        episode.outcome = run.breach or outcome  # a breach on the last allowed step is no budget's doing
     episode.finish(task, app, side_effect_records(task, app, ctx.ledger, since=earlier), run, user, started)
     return episode
 

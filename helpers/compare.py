@@ -24,6 +24,7 @@ from helpers.ladder import ANSWER_CONTRACT, STEP_CONTRACT, climb, model_repair
 from helpers.loop import execute, system_prompt
 from helpers.runtime.dialects import guided_json
 from helpers.runtime.paths import DATA
+from helpers.runtime.strict_subset import left_out_nulls
 from helpers.runtime.versions import software_versions
 from helpers.pydantic_contract import model_errors
 from helpers.steps import STEP_SCHEMA, STEP_TOKENS, Step
@@ -157,9 +158,11 @@ def accurate(case: Case, data: Any) -> bool:
     return call["tool_name"] == labels["tool_name"] and call.get("element") == labels["element"] and same_text
 
 
-def parsed(text: str) -> Any:
+def parsed(text: str, schema: dict) -> Any:
+    """The reply's JSON object as `schema` means it (`left_out_nulls`: the strict rewrite's nulls left out), or None
+    when it holds none."""
     try:
-        return parse_json_object(text)
+        return left_out_nulls(schema, parse_json_object(text))
     except ValueError:
         return None
 
@@ -213,7 +216,7 @@ def run_trial(conn, mode: str, case: Case, seed: int, max_tokens: int) -> Trial:
         final.ttft_s = draft.ttft_s
     else:
         final = call(conn, prompt_for(mode, case), seed, guided, max_tokens)
-    data, repairs, fallback = parsed(final.text), 0, False
+    data, repairs, fallback = parsed(final.text, case.schema), 0, False
     if mode == "prompt_only+ladder":
         started = time.perf_counter()
         record = climb(final.text, ANSWER_CONTRACT if case.kind == "answer" else STEP_CONTRACT, model_repair(conn))

@@ -43,7 +43,13 @@ ACTIONS: tuple[str, ...] = tuple(name for name, kind in INTENTS.items() if kind 
 SPECIAL_TOOLS: tuple[str, ...] = tuple(name for name, kind in INTENTS.items() if kind != "tool_request")
 ROLES: dict[str, frozenset[str]] = {"shopper": frozenset(ACTIONS),
                                     "viewer": frozenset(ACTIONS) - {"write"}}  # a viewer looks, never types
-REFUSAL = re.compile(r"^\s*$|\b(i can(no|')t|i am unable|i'm unable|i won't|i will not|sorry)\b", re.IGNORECASE)
+# A refusal says, in the first person and first thing (after an apology or an "as an AI ..."), that the answerer
+# cannot or will not answer. "Sorry" or "I cannot" further on is part of an answer ("Sorry, the gym is closed on
+# Sundays.") and reaches the user.
+APOLOGY = re.compile(r"^\W*(?:i['’]?m\s+|i\s+am\s+)?(?:(?:very|so|really)\s+)?sorry\b\W*(?:but\b\W*)?", re.IGNORECASE)
+PERSONA = re.compile(r"^as\s+an?\s[^,.]{1,40},\s*", re.IGNORECASE)
+INABILITY = re.compile(r"^i(?:['’]m|\s+am)?\s+(?:(?:really|simply|just)\s+)?(?:can(?:no|['’])t|unable|won['’]t|will\s+not"
+                       r"|must\s+decline|have\s+to\s+decline)\b", re.IGNORECASE)
 PLAN_NOTED = "plan noted; a plan grants no permission"
 MAX_TYPED_CHARACTERS = 40  # tighter than the schema (60): policy is the harness's, not the format's
 DENY_LIST: list[tuple[str, str, re.Pattern]] = [
@@ -216,10 +222,16 @@ def step_keys_only(p: Proposed, ctx: Context) -> Decision | None:
     return None
 
 
+def refuses(answer: str) -> bool:
+    """Whether an answer is a refusal: empty, or opening by saying that it cannot or will not answer."""
+    rest = PERSONA.sub("", APOLOGY.sub("", answer.strip(), count=1), count=1)
+    return not re.search(r"\w", answer) or INABILITY.match(rest) is not None
+
+
 def no_silent_refusal(p: Proposed, ctx: Context) -> Decision | None:
     """An empty or refusing final answer; the answer contract's status not_found is a refusal said out loud."""
     content = str(p.intent.args.get("content", ""))
-    if p.intent.kind != "final_answer" or not REFUSAL.search(content):
+    if p.intent.kind != "final_answer" or not refuses(content):
         return None
     if content.strip() and p.data.get("status") == "not_found":
         return None

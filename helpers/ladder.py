@@ -16,6 +16,7 @@ from typing import Any, Callable, Literal
 
 from helpers.contract import ANSWER_JSON_SCHEMA, ANSWER_TOKENS, format_error, parse_json_object, validate_answer
 from helpers.runtime.replies import Reply
+from helpers.runtime.strict_subset import left_out_nulls
 from helpers.pydantic_contract import model_errors
 from helpers.steps import STEP_SCHEMA, Step
 from helpers.world.passwords import concealing
@@ -26,10 +27,15 @@ INVALID_AFTER_REPAIR = "valid_json"
 
 @dataclass(frozen=True)
 class Contract:
+    """What a reply must be: its schema, how to check it, what stands in for it when it cannot be had, and how the
+    parsed reply is read as its schema means it (where the server was sent OpenAI's strict rewrite of the schema, a
+    null stands for a property left out: `left_out_nulls` reads it back, once, before anything checks it)."""
+
     name: str
     schema: dict
     validate: Callable[[Any], list[str]]
     fallback: Callable[[str], dict]
+    read: Callable[[Any], Any] = lambda data: data
 
 
 def step_fallback(cause: str) -> dict:
@@ -39,7 +45,8 @@ def step_fallback(cause: str) -> dict:
 
 
 ANSWER_CONTRACT = Contract("final answer", ANSWER_JSON_SCHEMA, validate_answer, lambda cause: format_error(cause))
-STEP_CONTRACT = Contract("Holo3 step", STEP_SCHEMA, lambda data: model_errors(Step, data), step_fallback)
+STEP_CONTRACT = Contract("Holo3 step", STEP_SCHEMA, lambda data: model_errors(Step, data), step_fallback,
+                         lambda data: left_out_nulls(STEP_SCHEMA, data))
 
 
 @concealing
@@ -67,9 +74,11 @@ class LadderRecord:
 def check(text: str, contract: Contract) -> tuple[dict | None, list[str]]:
     """Parse then validate; the object and [] when it holds, else None or the object and every problem."""
     try:
-        data = parse_json_object(text)
+        data = contract.read(parse_json_object(text))
     except ValueError as exc:
         return None, [f"not a JSON object: {exc}"]
+    except RecursionError:  # JSON nested deeper than the parser goes: model output, not a bug
+        return None, ["not a JSON object: nested too deeply to read"]
     return data, contract.validate(data)
 
 
@@ -106,31 +115,35 @@ def repair_messages(raw: str, errors: list[str], contract: Contract, specific: b
 
 def climb(raw: str | None, contract: Contract, repair: Callable[[list[dict]], Reply] | None = None,
           repair_budget: int = 1, specific: bool = True, prompt: RepairPrompt = "plain") -> LadderRecord:
-    """Run the ladder on one model reply; never raises, always ends with a contract-valid `data`."""
+    """Run the ladder on one model reply; whatever the model wrote, it ends with a contract-valid `data`.
+
+    Only the repair call is guarded: a call that fails (a timeout, a server's error) is one more broken output. A
+    contract whose own validator raises is the workshop's bug, not the model's, and is raised, never counted as a
+    failed repair."""
     started = time.perf_counter()
     record = LadderRecord(raw=raw if isinstance(raw, str) else "")
     text = record.raw
-    try:
-        if not text.strip():
-            return _fallback(record, contract, EMPTY_REPLY, started)
-        data, record.errors = check(text, contract)
-        record.parse_ok, errors = data is not None, record.errors
-        for _ in range(repair_budget if repair else 0):
-            if not errors:
-                break
-            record.repair_attempted = True
+    if not text.strip():
+        return _fallback(record, contract, EMPTY_REPLY, started)
+    data, record.errors = check(text, contract)
+    record.parse_ok, errors = data is not None, record.errors
+    for _ in range(repair_budget if repair else 0):
+        if not errors:
+            break
+        record.repair_attempted = True
+        try:
             reply = repair(repair_messages(text, errors, contract, specific, prompt))
-            record.repair_raw, text = reply.text, reply.text or ""
-            record.usage.append(reply.usage)
-            data, errors = check(text, contract)
-            record.repair_errors, record.repair_succeeded = errors, not errors
-        if data is not None and (not record.errors or record.repair_succeeded):
-            record.data = data
-            record.seconds = time.perf_counter() - started
-            return record
-        return _fallback(record, contract, INVALID_AFTER_REPAIR, started)
-    except Exception as exc:  # a failed repair call is one more broken output, not a crash
-        return _fallback(record, contract, f"repair_failed: {type(exc).__name__}", started)
+        except Exception as exc:  # the call failed: no repair came back
+            return _fallback(record, contract, f"repair_failed: {type(exc).__name__}", started)
+        record.repair_raw, text = reply.text, reply.text or ""
+        record.usage.append(reply.usage)
+        data, errors = check(text, contract)
+        record.repair_errors, record.repair_succeeded = errors, not errors
+    if data is not None and (not record.errors or record.repair_succeeded):
+        record.data = data
+        record.seconds = time.perf_counter() - started
+        return record
+    return _fallback(record, contract, INVALID_AFTER_REPAIR, started)
 
 
 def _fallback(record: LadderRecord, contract: Contract, cause: str, started: float) -> LadderRecord:

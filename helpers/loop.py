@@ -24,7 +24,7 @@ from jsonschema.exceptions import best_match
 from pydantic import ValidationError
 
 from helpers.runtime.replies import Reply
-from helpers.runtime.strict_subset import left_out_nulls
+from helpers.runtime.strict_subset import read_back
 from helpers.steps import STEP_SCHEMA, STEP_TOKENS, Step, dispatch, render_tool_list
 from helpers.world.passwords import concealing
 from helpers.world.store import CampusStore
@@ -292,13 +292,12 @@ def run_episode(policy: Policy, task: Task, seed: int = 0, max_steps: int = 12, 
 def schema_problems(raw: str, schema: dict) -> list[str]:
     """Why `raw` is not a reply `schema` allows ([] when it is): the check guided decoding makes on the server,
     made again on the client, which checks what it asked the server to enforce (a reply that did not come through
-    a guided server, a script's or a replay's, meets it here first). A null the strict rewrite of the schema let
-    stand for a property left out reads as left out."""
+    a guided server, a script's or a replay's, meets it here first)."""
     try:
-        data = json.loads(raw)
-    except ValueError as exc:
+        data = json.loads(read_back(schema, raw))
+    except (ValueError, RecursionError) as exc:
         return [f"not JSON: {exc}"]
-    error = best_match(Draft202012Validator(schema).iter_errors(left_out_nulls(schema, data)))
+    error = best_match(Draft202012Validator(schema).iter_errors(data))
     if error is None:
         return []
     where = "/".join(str(part) for part in error.absolute_path) or "the step"
@@ -306,16 +305,16 @@ def schema_problems(raw: str, schema: dict) -> list[str]:
 
 
 def apply_step(reply: Reply, app: CampusStore, messages: list[dict],
-               schema: dict | None = None) -> tuple[dict | None, str | None, str]:
+               schema: dict = STEP_SCHEMA) -> tuple[dict | None, str | None, str]:
     """Validate the reply (a `Step`, and one the turn's `schema` allows), run it, and extend the conversation the way
     the Holo3 docs do: the canonical step as the assistant's message, the tool's result as a user message."""
     try:
-        step = Step.model_validate_json(reply.text)
+        step = Step.model_validate_json(read_back(schema, reply.text))
     except ValidationError as exc:
         first = exc.errors()[0]
         error = f"invalid step: {first['msg']} at {'.'.join(map(str, first['loc'])) or 'the top level'}"
     else:
-        problems = schema_problems(reply.text, schema) if schema is not None else []
+        problems = schema_problems(reply.text, schema)
         error = f"invalid step: {problems[0]}" if problems else None
     if error is not None:
         messages.append({"role": "assistant", "content": reply.text})

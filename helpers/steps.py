@@ -7,12 +7,11 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Annotated, Any, ClassVar, Literal, Union
 
-from pydantic import BaseModel, Field, model_validator
+from pydantic import BaseModel, Field
 
 from helpers.contract import ANSWER_MAX_LENGTH, PLAIN_TEXT
 from helpers.pydantic_contract import CLOSED, plain_text
 from helpers.runtime.paths import DATA
-from helpers.runtime.strict_subset import left_out_nulls
 
 # Every free text is plain (printable ASCII without " or \\) and bounded, so that the longest valid step fits
 # in STEP_TOKENS (helpers.bounds counts it): a guided step can always close.
@@ -52,13 +51,6 @@ class WriteArgs(BaseModel):
     tool_name: Literal["write"] = Field(description="The tool: write.")
     content: str = plain_text(WRITE_MAX_LENGTH, "The text to type.")
     press_enter: bool = Field(default=False, description="Press Enter after typing, for example to submit a search.")
-
-    @model_validator(mode="before")
-    @classmethod
-    def _null_is_left_out(cls, data: Any) -> Any:
-        # Sent with strict: true, press_enter is required and nullable (helpers.runtime.strict_subset): null is how
-        # a guided model leaves it out, and then it means its default.
-        return left_out_nulls(cls.model_json_schema(), data)
 
 
 class ScrollArgs(BaseModel):

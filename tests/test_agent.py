@@ -251,6 +251,17 @@ def test_an_effect_that_ran_unapproved_ends_the_episode_on_record(monkeypatch):
     assert json.dumps(episode.record())
 
 
+def test_a_breach_on_the_last_allowed_step_is_recorded_as_the_breach(monkeypatch):
+    """Instant. The same breach with the step budget ending on the breaching turn: the loop stops for the budget,
+    and the episode still says it stopped for the breach."""
+    monkeypatch.setattr(harness, "dry_run", lambda step, app: [])
+    monkeypatch.setattr(CampusStore, "effects_of", lambda self, tool, args: [])
+    steps = run_episode(scripted("order"), TASKS["order"], 0, "governed").steps
+    episode = run_episode(scripted("order"), TASKS["order"], 0, "governed", max_steps=steps)
+    assert episode.steps == steps
+    assert episode.outcome.startswith("harness breach: ran without approval: place an order: 2 x Pencil set")
+
+
 def test_replay_reads_a_jsonl_file_and_runs_dry_after_it(tmp_path):
     path = tmp_path / "replies.jsonl"
     path.write_text("\n".join(json.dumps(raw) for raw in ["not json", '{"note": null}']) + "\n")

@@ -51,6 +51,30 @@ def test_each_failure_mode_is_a_typed_rejection(data, cause):
     assert decision.tool_output().startswith('<tool_output tool="harness">\nrejected (' + cause)
 
 
+# Phrasings written apart from the pattern: refusals as chat models word them, and answers that only mention an
+# apology or an inability on the way to a fact.
+REFUSALS = ["Sorry, I cannot answer that.", "I am unable to look that up.", "I’m sorry, but I can’t do that.",
+            "As an AI assistant, I cannot browse the store.", "I won't place orders.", "  I will not share it.",
+            "I'm really sorry, I must decline.", "...", "Sorry! I'm unable to help with this request."]
+FACTS = ["Sorry, the gym is closed on Sundays.", "The price is $12.50; I cannot find the SKU on this page.",
+         "Open 8 to 5. Sorry for the short hours!", "I can help: the lab opens at 9.", "Icons sit at the top.",
+         "Unable-to-ship items: none.", "The Campus hoodie costs $24.00 (sorry, no discount)."]
+
+
+@pytest.mark.parametrize("content", REFUSALS)
+def test_a_refusal_in_an_answer_is_a_silent_refusal(content):
+    assert decide(step({"tool_name": "answer", "content": content}), Context()).cause == "silent_refusal"
+
+
+@pytest.mark.parametrize("content", FACTS)
+def test_an_answer_that_only_mentions_sorry_or_cannot_reaches_the_user(content):
+    decision = decide(step({"tool_name": "answer", "content": content}), Context())
+    assert decision.allowed and decision.intent.kind == "final_answer"
+    answer = {"status": "answered", "answer": content, "category": "campus_hours", "items": [], "missing": [],
+              "sources": ["kb-hours"]}
+    assert decide(answer, Context()).allowed
+
+
 def test_an_unknown_tool_is_answered_with_every_tool_and_intent_the_model_may_use():
     message = decide(step({"tool_name": "teleport"}), Context()).message
     assert all(name in message for name in ("click", "write", "scroll", "go_back", "answer", "ask_user",

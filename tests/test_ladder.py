@@ -5,7 +5,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from helpers.contract import validate_answer
-from helpers.ladder import (ANSWER_CONTRACT, EMPTY_REPLY, STEP_CONTRACT, Reply, climb, model_repair,
+from helpers.ladder import (ANSWER_CONTRACT, EMPTY_REPLY, Contract, STEP_CONTRACT, Reply, climb, model_repair,
                             repair_messages, step_fallback)
 from helpers.steps import Step
 
@@ -69,6 +69,23 @@ def test_a_crashing_repair_call_is_a_fallback_not_an_exception():
 
     record = climb("prose", ANSWER_CONTRACT, broken)
     assert record.rung == "fallback" and record.cause == "repair_failed: ConnectionError"
+
+
+def test_a_validator_that_raises_is_the_workshops_bug_not_a_failed_repair():
+    """Instant. Before, the ladder's one `try` covered parsing and validation too: a bug in a contract's validator
+    came out as `repair_failed`, and a benchmark counted it as the model's."""
+    def buggy(data):
+        raise KeyError("a bug in the validator")
+
+    contract = Contract("buggy", ANSWER_CONTRACT.schema, buggy, ANSWER_CONTRACT.fallback)
+    with pytest.raises(KeyError, match="a bug in the validator"):
+        climb(json.dumps(VALID), contract, ScriptedRepair(json.dumps(VALID)))
+
+
+def test_json_nested_past_the_parsers_depth_is_a_broken_reply():
+    deep = "[" * 100_000 + "]" * 100_000
+    record = climb(deep, ANSWER_CONTRACT, ScriptedRepair(deep))
+    assert record.rung == "fallback" and record.errors == ["not a JSON object: nested too deeply to read"]
 
 
 def test_vague_repair_prompt_omits_the_errors():

@@ -36,6 +36,7 @@ from helpers.goal import Goal
 from helpers.runtime.backends import probe_model
 from helpers.runtime.dialects import DIALECTS, constraint_from_body, guided_json
 from helpers.runtime.paths import ROOT
+from helpers.runtime.strict_subset import read_back
 from helpers.pydantic_contract import Answer, answer_errors, model_errors
 from helpers.steps import HAND_WRITTEN_STEP_SCHEMA, STEP_SCHEMA, Step
 from helpers.world.scripted_policy import ScriptedPolicy
@@ -51,10 +52,10 @@ def step_checks(schema: dict) -> Checks:
 
     def problems(raw: str) -> list[str]:
         try:
-            Step.model_validate_json(raw)
+            Step.model_validate_json(read_back(schema, raw))  # as notebook 03's loop reads a reply
         except ValidationError as exc:
             return [f"Step: {exc}"]
-        return schema_problems(raw, schema) + contract.validate(json.loads(raw))
+        return schema_problems(raw, schema) + contract.validate(contract.read(json.loads(raw)))  # as the ladder does
 
     return problems
 

@@ -8,7 +8,7 @@ from functools import cache
 
 import pytest
 from jsonschema import Draft202012Validator
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, ValidationError
 
 from helpers.agent import CONFIGS, run_episode
 from helpers.contract import ANSWER_JSON_SCHEMA
@@ -17,7 +17,7 @@ from helpers.loop import ScriptedProposer
 from helpers.screen_schema import per_screen_schema
 from helpers.runtime.backends import probe_model
 from helpers.runtime.dialects import guided_json
-from helpers.runtime.strict_subset import (RULES, NotInStrictSubset, empty_alternatives, left_out_nulls,
+from helpers.runtime.strict_subset import (RULES, NotInStrictSubset, empty_alternatives, left_out_nulls, read_back,
                                            subset_problems, to_strict_subset)
 from helpers.pydantic_contract import Answer
 from helpers.steps import HAND_WRITTEN_STEP_SCHEMA, STEP_SCHEMA, Step
@@ -46,12 +46,18 @@ def test_the_rewrite_puts_the_step_schema_in_the_subset_and_keeps_what_it_means(
     assert STEP_SCHEMA["properties"]["tool_call"].get("oneOf"), "the rewrite must not change its input"
 
 
-def test_null_for_an_optional_field_is_what_the_step_model_reads_as_left_out():
+def test_null_for_an_optional_field_is_read_back_as_left_out_and_step_stays_strict():
+    """`Step` is its contract: it refuses the null that STEP_SCHEMA refuses. The strict rewrite lets a server write
+    that null, and the client reads it back once, as the reply arrives (`read_back`)."""
     written = {"note": None, "thought": "Search.", "tool_call": {"tool_name": "write", "content": "Red mug",
                                                                   "press_enter": None}}
     Draft202012Validator(to_strict_subset(STEP_SCHEMA)).validate(written)
-    step = Step.model_validate_json(json.dumps(written))
+    assert not Draft202012Validator(STEP_SCHEMA).is_valid(written)
+    with pytest.raises(ValidationError):
+        Step.model_validate(written)
+    step = Step.model_validate_json(read_back(STEP_SCHEMA, json.dumps(written)))
     assert step.tool_call.press_enter is False and '"press_enter":false' in step.model_dump_json()
+    assert read_back(STEP_SCHEMA, "not json") == "not json"
 
 
 def test_every_rule_of_the_subset_is_checked():

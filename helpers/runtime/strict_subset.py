@@ -288,3 +288,14 @@ def left_out_nulls(schema: dict, data: Any) -> Any:
         return value
 
     return read(schema, data)
+
+
+def read_back(schema: dict, raw: str) -> str:
+    """A reply's JSON text as `schema` means it (`left_out_nulls`), for a parser that reads text
+    (`model_validate_json`): the one reading a client gives a reply to a schema it may have sent rewritten. A text
+    that is not JSON comes back unchanged, for that parser to say why."""
+    try:
+        data = json.loads(raw)
+    except (ValueError, RecursionError):
+        return raw
+    return json.dumps(left_out_nulls(schema, data))
