@@ -76,6 +76,34 @@ def test_more_seeds_join_an_earlier_run_but_the_same_episode_twice_does_not(tmp_
         main(["--from", str(first), str(first)])
 
 
+def test_a_failed_request_keeps_the_episodes_before_it_and_the_run_resumes(tmp_path, monkeypatch):
+    """A second. Before, the JSON was written only after the last episode: one failed request lost the run."""
+    from helpers.bench import agent as bench
+
+    path, calls = tmp_path / "bench.json", []
+    arguments = ["--policy", "scripted", "--seeds", "2", "--tasks", "price", "--configs", "bare", "governed",
+                 "--json", str(path)]
+
+    def fails_third(*args, **kwargs):
+        calls.append(args[1:4])
+        if len(calls) == 3:
+            raise ConnectionError("the server went away")
+        return run_episode(*args, **kwargs)
+
+    monkeypatch.setattr(bench, "run_episode", fails_third)
+    with pytest.raises(SystemExit, match="governed price seed 0: ConnectionError: the server went away"):
+        main(arguments)
+    kept = json.loads(path.read_text())
+    assert [(e["config"], e["seed"]) for e in kept["episodes"]] == [("bare", 0), ("bare", 1)]
+    assert kept["meta"]["interrupted"].startswith("governed price seed 0")
+    main([*arguments, "--resume"])
+    assert len(calls) == 5  # the two kept episodes are not run again
+    done = json.loads(path.read_text())
+    assert [(e["config"], e["seed"]) for e in done["episodes"]] == [("bare", 0), ("bare", 1), ("governed", 0),
+                                                                       ("governed", 1)]
+    assert "interrupted" not in done["meta"] and "--resume" not in done["meta"]["command"]
+
+
 def test_an_unknown_task_is_refused():
     with pytest.raises(SystemExit):
         main(["--policy", "scripted", "--tasks", "teleport"])

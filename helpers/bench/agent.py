@@ -17,12 +17,15 @@ from that start on that seed, measured by running it; the episode may take its h
 table then reports, by horizon and per configuration, the goal step (a reading of the model's that is the task's
 goal) apart from the task (done).
 
-It prints one line per episode as it goes, then a table per configuration, writes `--json` and draws `--chart`.
+It prints one line per episode as it goes, then a table per configuration, and draws `--chart`. It writes `--json`
+after every episode: a run a failed request stops keeps every episode before it, and the same command with
+`--resume` runs only the rest.
 """
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 import time
 from collections import Counter
@@ -259,6 +262,26 @@ def report_files(sources: list[Path], json_path: Path | None, chart_path: Path |
         chart(summary, chart_path, f"{first['policy']} policy, {first['model'] or 'no model'}; episodes: {counts}")
 
 
+def save(path: Path | None, records: list[dict], meta: dict, horizon: bool) -> None:
+    """Write the run so far, replacing the file in one step: after every episode, so that a request that fails (or
+    a Ctrl-C) loses at most the episode it interrupted."""
+    if path is None:
+        return
+    path.parent.mkdir(parents=True, exist_ok=True)
+    partial = path.with_name(path.name + ".partial")
+    partial.write_text(json.dumps({"episodes": records, "summary": summarize(records) if records else {},
+                                   "meta": meta, **({"horizons": by_horizon(records)} if horizon else {})},
+                                  indent=1))
+    os.replace(partial, path)
+
+
+def resumed(path: Path | None) -> list[dict]:
+    """The episodes an interrupted run of the same command kept in `path`, to be left out of this one."""
+    if path is None or not path.is_file():
+        raise SystemExit("--resume needs the --json file of the interrupted run")
+    return json.loads(path.read_text())["episodes"]
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="python -m helpers.bench.agent", description=__doc__.splitlines()[0])
     parser.add_argument("--seeds", type=int, default=3, help="how many seeds (default 3)")
@@ -280,6 +303,8 @@ def main(argv: list[str] | None = None) -> None:
                              "(default: all; handwritten adds its rules to them)")
     parser.add_argument("--json", type=Path, default=None, help="write episodes and summary here")
     parser.add_argument("--chart", type=Path, default=None, help="draw the chart here (PNG)")
+    parser.add_argument("--resume", action="store_true",
+                        help="go on with an interrupted run: keep the episodes its --json file holds, run the rest")
     parser.add_argument("--trace", type=Path, default=None, help="a folder for one JSONL trace per governed episode")
     parser.add_argument("--from", dest="sources", type=Path, nargs="+", default=None, metavar="JSON",
                         help="instead of running: report on the episodes of earlier --json files, together")
@@ -313,37 +338,46 @@ def main(argv: list[str] | None = None) -> None:
           f"{len(tasks)} tasks x seeds {list(seeds)} x {len(args.configs)} configs", flush=True)
     horizons = {(task.id, seed): scripted_horizon(task, seed) for task in tasks for seed in seeds} \
         if args.horizon else {}
-    started, records = time.perf_counter(), []
-    for config in args.configs:
-        for task in tasks:
-            for seed in seeds:
-                policy = make_policy(args.policy, task, seed, conn)
-                tracer = Tracer(args.trace / f"{config}-{task.id}-{seed}.jsonl") if args.trace else None
-                horizon = horizons.get((task.id, seed))
-                episode = run_episode(policy, task, seed, config, tracer=tracer,
-                                      max_steps=max_steps if horizon is None else horizon + args.slack,
-                                      repair=governed_repair(conn) if conn else None, narrowings=args.narrowings)
-                record = episode.record()
-                if horizon is not None:
-                    record |= {"start": task.start, "horizon": horizon, "goal_right": goal_right(record, task),
-                               "calls": calls_made(episode)}
-                records.append(record)
-                print(episode_line(episode) + (f"  (horizon {horizon})" if horizon is not None else ""), flush=True)
-    summary = summarize(records)
-    command = "python -m helpers.bench.agent " + portable(argv if argv is not None else sys.argv[1:])
-    print(f"\n{command}  ({time.perf_counter() - started:.0f} s)")
-    print(table(summary))
-    if args.horizon:
-        print("\n" + horizon_table(by_horizon(records)))
+    arguments = [a for a in (argv if argv is not None else sys.argv[1:]) if a != "--resume"]
+    command = "python -m helpers.bench.agent " + portable(arguments)
     meta = {"command": command, "policy": args.policy, "backend": backend, "model": conn.model if conn else None,
             "dialect": conn.profile.dialect if conn else None, "seeds": list(seeds),
             "tasks": [t.id for t in tasks], "configs": args.configs,
             "max_steps": f"horizon + {args.slack}" if args.horizon else max_steps,
             "narrowings": args.narrowings, "versions": software_versions()}
-    if args.json:
-        args.json.parent.mkdir(parents=True, exist_ok=True)
-        args.json.write_text(json.dumps({"episodes": records, "summary": summary, "meta": meta,
-                                         **({"horizons": by_horizon(records)} if args.horizon else {})}, indent=1))
+    records = resumed(args.json) if args.resume else []
+    done = {(r["config"], r["task"], r["seed"]) for r in records}
+    started = time.perf_counter()
+    for config in args.configs:
+        for task in tasks:
+            for seed in seeds:
+                if (config, task.id, seed) in done:
+                    continue
+                policy = make_policy(args.policy, task, seed, conn)
+                tracer = Tracer(args.trace / f"{config}-{task.id}-{seed}.jsonl") if args.trace else None
+                horizon = horizons.get((task.id, seed))
+                try:
+                    episode = run_episode(policy, task, seed, config, tracer=tracer,
+                                          max_steps=max_steps if horizon is None else horizon + args.slack,
+                                          repair=governed_repair(conn) if conn else None, narrowings=args.narrowings)
+                except Exception as exc:  # a failed request (a server gone, a refusal): keep what ran, say how to go on
+                    stopped = conceal(f"{config} {task.id} seed {seed}: {type(exc).__name__}: {exc}")
+                    save(args.json, records, {**meta, "interrupted": stopped}, args.horizon)
+                    raise SystemExit(f"stopped at {stopped}\n{len(records)} episodes are kept"
+                                     + (f" in {args.json}; run the same command with --resume to go on"
+                                        if args.json else "; pass --json FILE to keep them")) from exc
+                record = episode.record()
+                if horizon is not None:
+                    record |= {"start": task.start, "horizon": horizon, "goal_right": goal_right(record, task),
+                               "calls": calls_made(episode)}
+                records.append(record)
+                save(args.json, records, meta, args.horizon)
+                print(episode_line(episode) + (f"  (horizon {horizon})" if horizon is not None else ""), flush=True)
+    summary = summarize(records)
+    print(f"\n{command}  ({time.perf_counter() - started:.0f} s)")
+    print(table(summary))
+    if args.horizon:
+        print("\n" + horizon_table(by_horizon(records)))
     if args.chart:
         args.chart.parent.mkdir(parents=True, exist_ok=True)
         chart(summary, args.chart, f"{args.policy} policy, {meta['model'] or 'no model'}, "
