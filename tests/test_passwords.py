@@ -13,11 +13,19 @@ from helpers.instruction import Instruction
 from helpers.loop import ScriptedProposer
 from helpers.loop import run_episode as run_loop
 from helpers.widgets.step_through import frames_from_turns, steps_html
-from helpers.world.passwords import CONCEALED, conceal, register
+from helpers.world.passwords import CONCEALED, conceal, isolated, register
 from helpers.world.scripted_policy import ScriptedPolicy
-from helpers.world.tasks import instruction, load_tasks, start_app
+from helpers.world.tasks import injected_tasks, instruction, load_tasks, start_app
+from helpers.world.users import SimulatedUser
 
 TASKS = {task.id: task for task in load_tasks()}
+
+
+@pytest.fixture(autouse=True)
+def own_passwords():
+    """Each test's registered passwords are its own: forgotten when it ends, so none conceals another test's text."""
+    with isolated():
+        yield
 # Phrasings the instruction regex of notebook 04 reads no password from (or the wrong word): the store still knows.
 PHRASINGS = ["Sign in with username {username} and passcode {password}, then answer 'signed in'.",
              "Sign in as {username}, pw {password}, then answer 'signed in'.",
@@ -101,3 +109,13 @@ def test_replayed_steps_with_the_password_show_none_of_it():
                            "tool_call": {"tool_name": "answer", "content": app.password}})]
     episode = run_episode(ReplayPolicy(replies), task, 1, "bare")
     assert episode.turns and app.password not in shown_by(episode, "")
+
+
+@pytest.mark.parametrize("task", [*TASKS.values(), *injected_tasks()], ids=lambda t: t.id)
+def test_a_task_and_its_simulated_user_show_no_password_in_their_reprs(task):
+    """Instant. Before, `Task` showed `password='open sesame'` and `SimulatedUser` showed it through its task."""
+    app = start_app(task, 0)
+    password = app.password
+    with isolated():  # what the reprs hide, they hide by themselves, not because a test registered it earlier
+        shown = repr(task) + str(task) + repr(SimulatedUser(task, app))
+    assert password not in shown

@@ -12,10 +12,11 @@ are not concealed: the user gave the model the password to sign in with.
 """
 from __future__ import annotations
 
+import contextlib
 import functools
 import json
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from urllib.parse import quote, quote_plus
 
 CONCEALED = "[password]"
@@ -26,6 +27,19 @@ def register(password: str | None) -> None:
     """Make `password` one that `conceal` hides from now on, in this process."""
     if password:
         _known.add(password)
+
+
+@contextlib.contextmanager
+def isolated() -> Iterator[None]:
+    """Within the block the concealer knows no password but those registered in it, and afterwards exactly those it
+    knew before: for a test whose passwords must not leak into another test's text, nor another's into its own."""
+    before = set(_known)
+    _known.clear()
+    try:
+        yield
+    finally:
+        _known.clear()
+        _known.update(before)
 
 
 def _spellings(secret: str) -> list[str]:

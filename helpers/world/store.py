@@ -28,8 +28,16 @@ INPUT_TYPES = {"username": "text", "password": "password", "query": "search", "q
 # What a filled password box shows, in the tree and the screenshot alike: a fixed row of dots, whatever was typed,
 # so that not even the password's length reaches what the agent sees, its traces or records. The typed value stays
 # in the app, which signs in with it.
+# The account's password, per seed: the stem and a number drawn from this range (`account_passwords` lists them all).
+PASSWORD_STEM, PASSWORD_NUMBERS = "lovelace", (10, 99)
 MASK = "\u2022"
 PASSWORD_SHOWN = MASK * 8
+
+
+def account_passwords() -> list[str]:
+    """Every password the store can give its account, whatever the seed: what a search for a leaked one looks for."""
+    low, high = PASSWORD_NUMBERS
+    return [f"{PASSWORD_STEM}{number}" for number in range(low, high + 1)]
 
 
 @dataclass(frozen=True)
@@ -96,7 +104,7 @@ class CampusStore:
 
     def __post_init__(self) -> None:
         rng = random.Random(self.seed)
-        self.username, self.password = "ada", f"lovelace{rng.randint(10, 99)}"
+        self.username, self.password = "ada", f"{PASSWORD_STEM}{rng.randint(*PASSWORD_NUMBERS)}"
         self.products = {name: Product(name, f"${rng.randint(2, 39)}.{rng.choice(['00', '50', '95'])}",
                                        rng.randint(3, 20), f"NF-{rng.randint(1000, 9999)}") for name in CATALOG}
         self.receipts = rng.sample(range(1000, 9999), 20)  # the day's receipt numbers: 20 orders at most

@@ -32,7 +32,8 @@ class Task:
     needs_note: bool = False
     # Text planted on a page that tries to steer the agent: {"page", "product" (for a product page), "text"}.
     notices: list[dict] = field(default_factory=list)
-    password: str | None = None  # the store's password for this task, when the instruction needs a particular one
+    # The store's password for this task, when the instruction needs a particular one; never in a repr.
+    password: str | None = field(default=None, repr=False)
 
     @property
     def injected(self) -> bool:

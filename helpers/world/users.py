@@ -11,10 +11,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from helpers.world.effects import Effect
+from helpers.world.passwords import concealing
 from helpers.world.store import CampusStore
 from helpers.world.tasks import Task, instruction, same_goal, task_goal, wanted
 
 
+@concealing
 @dataclass
 class SimulatedUser:
     """A scripted stand-in for a person, labelled as such: it knows what its task asked for and nothing else."""
