@@ -267,9 +267,9 @@ def run_turns(policy: Policy, app: CampusStore, messages: list[dict], act: Calla
     return turns, BUDGET_EXHAUSTED
 
 
-def run_episode(policy: Policy, task: Task, seed: int = 0, max_steps: int = 12, keep_images: int = 3,
-                screen_text: bool = True,
-                schema_for: Callable[[CampusStore], dict] = lambda app: STEP_SCHEMA) -> Trajectory:
+def run_trajectory(policy: Policy, task: Task, seed: int = 0, max_steps: int = 12, keep_images: int = 3,
+                   screen_text: bool = True,
+                   schema_for: Callable[[CampusStore], dict] = lambda app: STEP_SCHEMA) -> Trajectory:
     """Run `policy` on `task` until it answers or the step budget runs out; `schema_for(app)` is the schema each
     turn sends (the system prompt keeps the fixed `Step` schema, so its cached prefix stays the same)."""
     app = start_app(task, seed)

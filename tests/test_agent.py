@@ -11,7 +11,7 @@ from helpers.grounding import NARROWINGS
 from helpers.harness import Tracer
 from helpers.goal import GOAL_TOKENS
 from helpers.loop import ModelPolicy, ScriptedProposer, execute
-from helpers.loop import run_episode as run_loop
+from helpers.loop import run_trajectory
 from helpers.runtime.replies import Reply
 from helpers.world.effects import Ledger
 from helpers.world.passwords import CONCEALED
@@ -422,7 +422,7 @@ def test_bare_is_notebook_03s_loop_turn_by_turn(task_id):
     replies = scripted_replies(task_id)
     watched_06, watched_03 = Recording(replies), Recording(replies)
     ours = run_episode(watched_06, TASKS[task_id], 0, "bare")
-    loop = run_loop(watched_03, TASKS[task_id], 0)
+    loop = run_trajectory(watched_03, TASKS[task_id], 0)
     assert watched_06.seen == watched_03.seen
     fields = ("raw", "step", "tool_output", "error", "screen_text")
     assert [[getattr(t, f) for f in fields] for t in ours.turns] == [[getattr(t, f) for f in fields] for t in loop.turns]

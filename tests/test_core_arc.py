@@ -39,7 +39,7 @@ ARC: dict[str, list[tuple[str, str]]] = {
            ("dispatched", r"\bdispatch\(")],
     "03": [("the observation", r"observation_message\("),
            ("one step by hand", r"apply_step\("),
-           ("the whole loop on the model, to its end", r"run_episode\([^#]*ModelPolicy\("),
+           ("the whole loop on the model, to its end", r"run_trajectory\([^#]*ModelPolicy\("),
            ("trimming, visible in the messages", r"trim_to_last_n_images\(|evict_screen_text\(")],
     "04": [("the ladder on live replies", r"\bclimb\("),
            ("one repair call quoting the validator's errors", r"model_repair\("),

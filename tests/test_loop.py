@@ -3,7 +3,7 @@ import json
 import pytest
 
 from helpers.loop import (BUDGET_EXHAUSTED, EVICTED, ModelPolicy, ReplayPolicy, ScriptedProposer,
-                          count_images, observation_message, run_episode, system_prompt,
+                          count_images, observation_message, run_trajectory, system_prompt,
                           tool_output_message, trim_to_last_n_images)
 from helpers.screen_schema import per_screen_schema
 from helpers.steps import STEP_SCHEMA
@@ -21,13 +21,13 @@ def test_at_least_eight_tasks_some_needing_note_memory():
 @pytest.mark.parametrize("task", TASKS, ids=lambda t: t.id)
 @pytest.mark.parametrize("seed", [0, 1, 2, 3])
 def test_scripted_policy_solves_every_task(task, seed):
-    record = run_episode(ScriptedProposer(ScriptedPolicy(task)), task, seed, max_steps=20)
+    record = run_trajectory(ScriptedProposer(ScriptedPolicy(task)), task, seed, max_steps=20)
     assert record.outcome == "answered" and record.success
 
 
 @pytest.mark.parametrize("task", [t for t in TASKS if t.needs_note], ids=lambda t: t.id)
 def test_memory_tasks_use_the_note(task):
-    record = run_episode(ScriptedProposer(ScriptedPolicy(task)), task, 0, max_steps=20)
+    record = run_trajectory(ScriptedProposer(ScriptedPolicy(task)), task, 0, max_steps=20)
     notes = [t.step["note"] for t in record.turns if t.step and t.step["note"]]
     assert len(notes) >= 2
 
@@ -91,8 +91,8 @@ class Recorder:
 
 def test_no_request_for_a_text_only_policy_carries_an_image_and_a_vision_one_gets_every_new_screenshot():
     text_only, vision = Recorder(False), Recorder(True)
-    run_episode(text_only, TASKS[0], 0)
-    record = run_episode(vision, TASKS[0], 0)
+    run_trajectory(text_only, TASKS[0], 0)
+    record = run_trajectory(vision, TASKS[0], 0)
     assert len(text_only.sent) == len(vision.sent) == len(record.turns) > 3
     assert not any('"image_url"' in sent for sent in text_only.sent)
     assert all("<screen_text>" in sent for sent in text_only.sent)
@@ -121,7 +121,7 @@ def test_loop_protocol_messages_and_budget():
     task = TASKS[1]
     click = json.dumps({"note": None, "thought": "t", "tool_call": {"tool_name": "click", "element": "x",
                                                                        "x": 1, "y": 999}})
-    record = run_episode(ReplayPolicy(["not json", click, click]), task, 0, max_steps=3)
+    record = run_trajectory(ReplayPolicy(["not json", click, click]), task, 0, max_steps=3)
     assert record.outcome == BUDGET_EXHAUSTED and not record.success
     assert record.turns[0].error.startswith("invalid step") and record.turns[0].step is None
     assert record.turns[1].tool_output == "no element at (1, 999)"
@@ -152,7 +152,7 @@ def test_per_screen_schema_allows_only_what_is_on_screen():
 def test_loop_against_the_embedded_server(server_url):
     from helpers.runtime.backends import connect
 
-    record = run_episode(ModelPolicy(connect()), TASKS[1], 0, max_steps=2)
+    record = run_trajectory(ModelPolicy(connect()), TASKS[1], 0, max_steps=2)
     assert len(record.turns) >= 1
     for turn in record.turns:
         assert turn.finish_reason == "stop" and turn.error is None and turn.step is not None

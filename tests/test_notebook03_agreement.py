@@ -30,7 +30,7 @@ def nb03() -> SimpleNamespace:
 def test_notebook_03_marks_every_piece_it_builds():
     labels = {label for label, _ in defining_cells(NB03)}
     assert labels == {"observation_message", "trim_to_last_n_images", "evict_screen_text", "app_handlers",
-                      "tool_output_message", "apply_step", "run_episode"}
+                      "tool_output_message", "apply_step", "run_trajectory"}
 
 
 def nb03_screens() -> list[CampusStore]:
@@ -125,7 +125,7 @@ def test_notebook_03_apply_step_agrees_with_the_helpers(nb03, raw):
 
 def nb03_compare(nb03, task, seed: int, replies_for=None, max_steps: int = 12, keep_images: int = 3,
                  image: bool = True) -> None:
-    """Run the notebook's loop and helpers.loop.run_episode on the same proposals; everything must match."""
+    """Run the notebook's loop and helpers.loop.run_trajectory on the same proposals; everything must match."""
     if replies_for is None:
         mine, policy = ScriptedPolicy(task), helpers_loop.ScriptedProposer(ScriptedPolicy(task), sees_images=image)
         propose = lambda messages, app: mine.next_step(app).model_dump_json()  # noqa: E731
@@ -133,8 +133,8 @@ def nb03_compare(nb03, task, seed: int, replies_for=None, max_steps: int = 12, k
         replies = iter(replies_for())
         propose = lambda messages, app: next(replies)  # noqa: E731
         policy = helpers_loop.ReplayPolicy(replies_for())
-    ours = nb03.run_episode(propose, task, seed, max_steps=max_steps, keep_images=keep_images, image=image)
-    theirs = helpers_loop.run_episode(policy, task, seed, max_steps=max_steps, keep_images=keep_images)
+    ours = nb03.run_trajectory(propose, task, seed, max_steps=max_steps, keep_images=keep_images, image=image)
+    theirs = helpers_loop.run_trajectory(policy, task, seed, max_steps=max_steps, keep_images=keep_images)
     assert ours["messages"] == theirs.messages
     assert [s.model_dump() if s else None for s in ours["steps"]] == [t.step for t in theirs.turns]
     assert ours["results"] == [t.tool_output for t in theirs.turns]

@@ -11,7 +11,7 @@ from helpers.loop import ReplayPolicy
 from helpers.harness import Tracer
 from helpers.instruction import Instruction
 from helpers.loop import ScriptedProposer
-from helpers.loop import run_episode as run_loop
+from helpers.loop import run_trajectory
 from helpers.widgets.step_through import frames_from_turns, steps_html
 from helpers.world.passwords import CONCEALED, conceal, isolated, register
 from helpers.world.scripted_policy import ScriptedPolicy
@@ -77,7 +77,7 @@ def test_no_phrasing_of_the_password_lets_it_into_what_a_reader_sees(tmp_path, p
 
 def test_the_loop_of_notebook_03_shows_no_password_in_its_steps_or_its_reprs():
     task = TASKS["quoted_password"]
-    run = run_loop(ScriptedProposer(ScriptedPolicy(task)), task, 0)
+    run = run_trajectory(ScriptedProposer(ScriptedPolicy(task)), task, 0)
     password = start_app(task, 0).password
     assert run.success and password not in repr(run) and password not in repr(run.turns)
     assert password not in steps_html(frames_from_turns(run.turns), pictures=False)

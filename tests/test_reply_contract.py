@@ -166,7 +166,7 @@ def test_a_write_whose_press_enter_is_null_means_no_enter_in_every_loop():
     def writes(turns) -> list:
         return [turn.step["tool_call"] for turn in turns if turn.step and turn.step["tool_call"]["tool_name"] == "write"]
 
-    runs = {"notebook 03": [loop.run_episode(ReplayPolicy(replies), task, 0) for replies in (null, false)]}
+    runs = {"notebook 03": [loop.run_trajectory(ReplayPolicy(replies), task, 0) for replies in (null, false)]}
     runs |= {config: [run_episode(ReplayPolicy(replies), task, 0, config) for replies in (null, false)]
              for config in CONFIGS}
     for name, (with_null, with_false) in runs.items():

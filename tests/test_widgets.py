@@ -49,7 +49,7 @@ def governed():
 @pytest.fixture(scope="module")
 def bare():
     task = TASKS["price"]
-    return loop.run_episode(loop.ScriptedProposer(ScriptedPolicy(task)), task)
+    return loop.run_trajectory(loop.ScriptedProposer(ScriptedPolicy(task)), task)
 
 
 def test_frames_carry_the_screen_the_step_the_verdict_and_the_ledger_so_far(governed):

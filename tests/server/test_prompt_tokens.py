@@ -9,7 +9,7 @@ import pytest
 
 from helpers.assistant import load_evals, messages_for as assistant_messages
 from helpers.goal import goal_messages, goal_schema
-from helpers.loop import ScriptedProposer, run_episode
+from helpers.loop import ScriptedProposer, run_trajectory
 from helpers.bench.decoding import cases as bench_cases
 from helpers.world.store import CATALOG
 from helpers.world.scripted_policy import ScriptedPolicy
@@ -51,7 +51,7 @@ def ordinary_conversations() -> list[list[dict]]:
     for task in load_tasks():
         app = start_app(task, 0)
         found.append(goal_messages(instruction(task, app), goal_schema(instruction(task, app), CATALOG)))
-        messages = text_only(run_episode(ScriptedProposer(ScriptedPolicy(task)), task, 0).messages)
+        messages = text_only(run_trajectory(ScriptedProposer(ScriptedPolicy(task)), task, 0).messages)
         found += [messages[:end] for end in range(2, len(messages) + 1) if messages[end - 1]["role"] == "user"]
     found += [assistant_messages(question) for question in load_evals()]
     return found
