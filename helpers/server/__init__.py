@@ -10,6 +10,7 @@ Python with `helpers.runtime.embedded.ensure_server()` (what `helpers.runtime.ba
 | `protocol`     | the request and response bodies as Pydantic models, and `RequestError`       |
 | `engine`       | the model: prompt, decoding under the grammar's mask, cancellation          |
 | `request_queue`| the bounded first-in, first-out line of requests waiting for the one model  |
+| `peers`        | who holds a connection (its user, on loopback) and how many each may hold    |
 | `guidance`     | a request's constraint as an llguidance grammar, or a 400 naming the problem |
 | `sampling`     | temperature, top-p and the seeded draw                                      |
 | `stop_strings` | cutting the reply at a stop string, also across tokens                      |

@@ -14,6 +14,14 @@ server says so at once (429 with `Retry-After`) instead of letting clients time 
 The work one request can cause is bounded (connections, body, messages, preparations, stop
 strings, prompt text, schemas), and so is what a web page in the user's browser can do: a request
 must name this server as its Host, come from no other Origin, and send its body as JSON.
+
+So is what a client without the key can hold, since any user of the machine can connect. A connection gets a thread
+at once, but none of the service slots the queue is sized by: a request takes one only once its whole head has
+arrived, with this server's Host and key, and gives it back with its answer. The head (request line and headers)
+must arrive within one deadline (`--head-timeout`), counted from the connection's opening or from the previous
+answer on a kept-alive one, however steadily it trickles in; `--socket-timeout` bounds each read on its own. The
+connections one user holds open, and those all other users hold, are capped (`helpers.server.peers`, which also
+says how a user is told apart on loopback, and where it cannot be).
 """
 from __future__ import annotations
 
@@ -21,7 +29,9 @@ import argparse
 import concurrent.futures
 import errno
 import hmac
+import io
 import json
+import math
 import os
 import re
 import secrets
@@ -33,9 +43,11 @@ import threading
 import time
 import traceback
 import uuid
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any, Callable
+from typing import Any
 
 from pydantic import BaseModel
 
@@ -58,6 +70,7 @@ from helpers.runtime.embedded import (
     withdraw,
 )
 from helpers.server.engine import BATCH_THREADS, CONTEXT_TOKENS, DECODE_THREADS, Cancelled, Completion, Engine, Job
+from helpers.server.peers import Peers, TooManyConnections
 from helpers.server.protocol import (
     AssistantMessage,
     ChatCompletion,
@@ -81,6 +94,12 @@ DEFAULT_BODY_LIMIT_MB = 1
 DISCARD_CHUNK = 2**16
 DISCARD_LIMIT = 32 * 2**20
 DEFAULT_SOCKET_TIMEOUT_S = 30.0
+# The socket timeout is per read: a client that sends its head a byte every few seconds would hold its connection for
+# ever. Its whole head must arrive within this long, and be no larger than HEAD_BYTES, twice the longest request line
+# http.server reads (alone it would read 100 header lines of 64 KiB each), so that the many connections that may
+# be reading a head at once hold little memory.
+DEFAULT_HEAD_TIMEOUT_S = 10.0
+HEAD_BYTES = 2**17
 OWNER_POLL_S = 2.0
 CONTENT_LENGTH = re.compile(r"[0-9]{1,20}")
 # Preparing a request (tokenising its prompt, compiling its grammar) runs outside the queue, so that its errors are
@@ -90,15 +109,11 @@ CONTENT_LENGTH = re.compile(r"[0-9]{1,20}")
 # then keeps its turn until it ends.
 PREPARING_AT_ONCE = 2
 PREPARE_S = 10.0
-# Connections beyond the limit are answered 429 by this many threads at once; while all are taken (slow clients),
-# the accepting loop waits for one and checks this often for a shutdown.
-REFUSING_AT_ONCE = 4
-ACCEPT_POLL_S = 0.5
 
 
-def connection_limit(queue_limit: int) -> int:
-    """Connections served at once: each request the queue may hold, the one decoding, and those being prepared.
-    Any further one is answered 429 with Retry-After, at once, instead of waiting in the kernel's backlog."""
+def service_limit(queue_limit: int) -> int:
+    """Requests served at once: each request the queue may hold, the one decoding, and those being prepared.
+    Any further one is answered 429 with Retry-After, at once, instead of waiting unanswered."""
     return queue_limit + 1 + PREPARING_AT_ONCE
 
 
@@ -107,18 +122,83 @@ def internal_error() -> RequestError:
                         "server_error")
 
 
+class SlowHead(Exception):
+    """A request's head did not arrive in time. Not a TimeoutError: http.server drops those without an answer."""
+
+
+class HeadTooLarge(Exception):
+    pass
+
+
+class HeadReader(io.RawIOBase):
+    """A connection's bytes: while a request's head is read, under its deadline and HEAD_BYTES; then under the
+    per-read socket timeout alone."""
+
+    def __init__(self, connection: socket.socket, read_timeout: float):
+        self.connection, self.read_timeout = connection, read_timeout
+        self.deadline: float | None = None
+        self.seconds, self.left, self.received = 0.0, 0, 0
+
+    def readable(self) -> bool:
+        return True
+
+    def start_head(self, seconds: float) -> None:
+        self.deadline, self.seconds, self.left, self.received = time.monotonic() + seconds, seconds, HEAD_BYTES, 0
+
+    def end_head(self) -> None:
+        self.deadline = None
+
+    def readinto(self, buffer: Any) -> int:
+        if self.deadline is None:
+            return self.connection.recv_into(buffer)
+        if not self.left:
+            raise HeadTooLarge(f"the request line and headers are over {HEAD_BYTES} bytes")
+        remaining = self.deadline - time.monotonic()
+        too_slow = SlowHead(f"the client took over {self.seconds:g} s to send its request line and headers")
+        if remaining <= 0:
+            raise too_slow
+        self.connection.settimeout(min(remaining, self.read_timeout))
+        try:
+            count = self.connection.recv_into(memoryview(buffer)[:self.left])
+        except TimeoutError:
+            if remaining < self.read_timeout:
+                raise too_slow from None
+            raise SlowHead(f"the client sent part of its headers, then nothing for {self.read_timeout:.0f} s") from None
+        finally:
+            self.connection.settimeout(self.read_timeout)  # what follows (an answer, a body) is held to it alone
+        self.left -= count
+        self.received += count
+        return count
+
+
 class Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
     server_version = "workshop-embedded-server"
     server: "Server"
-    busy = False  # a Refusal's connection came while the server served as many as it may: it is answered 429
 
     def setup(self) -> None:
         # A client that sends its headers and then goes quiet must not hold a thread forever.
         self.timeout = self.server.socket_timeout
         super().setup()
+        self.rfile.close()  # an open file of the socket would keep it from closing
+        self.reader = HeadReader(self.connection, self.server.socket_timeout)
+        self.rfile = io.BufferedReader(self.reader)
         self.stream_started = False
         self._poller: Any = None
+
+    def handle_one_request(self) -> None:
+        # Counted from the opening or from the previous answer, the head's deadline ends an idle kept-alive
+        # connection too.
+        self.reader.start_head(self.server.head_timeout)
+        self.requestline, self.command, self.request_version = "", "", "HTTP/1.1"  # until its line is read
+        try:
+            super().handle_one_request()
+        except SlowHead as slow:
+            self.close_connection = True
+            if self.reader.received:  # one that sent nothing is closed without a word, as an idle one always was
+                self.send_error(408, str(slow))
+        except HeadTooLarge as large:
+            self.send_error(431, str(large))
 
     # --- routes ---------------------------------------------------------------------------------------------
 
@@ -133,9 +213,8 @@ class Handler(BaseHTTPRequestHandler):
         try:
             self.check_caller()
             self.check_key()
-            if self.busy:
-                self.refuse()
-            answer()
+            with self.service():
+                answer()
         except RequestError as error:
             self.fail(error)
         except QueueFull as full:
@@ -203,13 +282,23 @@ class Handler(BaseHTTPRequestHandler):
             raise self.unreadable("this server needs its key, as `Authorization: Bearer KEY`: the key is the file "
                                   "`key` in the folder that `./workshop status` names", "invalid_api_key", 401)
 
+    @contextmanager
+    def service(self) -> Iterator[None]:
+        """Hold one of the server's service slots while this request is served, or answer it 429 at once."""
+        if not self.server.serving.acquire(blocking=False):
+            self.refuse()
+        try:
+            yield
+        finally:
+            self.server.serving.release()
+
     def refuse(self) -> None:
-        """Answer a connection beyond the limit 429 at once, its body read first so that the answer reaches it."""
+        """Answer a request beyond the limit 429 at once, its body read first so that the answer reaches it."""
         if self.command == "POST":
             self.read_body()
         self.close_connection = True
         retry_after = self.server.engine.queue.retry_after()
-        raise RequestError(f"the server is busy: it serves {self.server.connection_count} connections at once; retry "
+        raise RequestError(f"the server is busy: it serves {self.server.service_count} requests at once; retry "
                            f"after {retry_after} s", None, "server_busy", 429, "rate_limit_error", retry_after)
 
     def check_json_body(self) -> None:
@@ -225,10 +314,8 @@ class Handler(BaseHTTPRequestHandler):
     def parse_request(self) -> bool:
         try:
             return super().parse_request()
-        except TimeoutError:
-            self.send_error(408, f"the client sent part of its headers, then nothing for "
-                                 f"{self.server.socket_timeout:.0f} s")
-            return False
+        finally:
+            self.reader.end_head()
 
     def read_body(self) -> bytes:
         lengths = self.headers.get_all("Content-Length") or []
@@ -435,10 +522,6 @@ def completion_body(job: Job, result: Completion) -> dict:
     ).model_dump()
 
 
-class Refusal(Handler):
-    busy = True
-
-
 class Server(ThreadingHTTPServer):
     """One model, a bounded queue in front of it, its key, and the limits every connection is held to."""
 
@@ -446,15 +529,15 @@ class Server(ThreadingHTTPServer):
 
     def __init__(self, port: int, engine: Any, key: str, body_limit: int = DEFAULT_BODY_LIMIT_MB * 2**20,
                  socket_timeout: float = DEFAULT_SOCKET_TIMEOUT_S, quiet: bool = False,
-                 connections: int = connection_limit(DEFAULT_LIMIT)):
+                 serving: int = service_limit(DEFAULT_LIMIT), head_timeout: float = DEFAULT_HEAD_TIMEOUT_S,
+                 peers: Peers | None = None):
         self.engine, self.key, self.body_limit = engine, key, body_limit
-        self.socket_timeout, self.quiet = socket_timeout, quiet
+        self.socket_timeout, self.head_timeout, self.quiet = socket_timeout, head_timeout, quiet
         self.code = code_version()
         self.preparing = threading.BoundedSemaphore(PREPARING_AT_ONCE)
-        self.connection_count = connections
-        self.connections = threading.BoundedSemaphore(connections)
-        self.refusals = threading.BoundedSemaphore(REFUSING_AT_ONCE)
-        self.closing = False
+        self.service_count = serving
+        self.serving = threading.BoundedSemaphore(serving)
+        self.peers = peers or Peers()
         super().__init__((HOST, port), Handler)
 
     def host_names(self) -> set[str]:
@@ -463,35 +546,44 @@ class Server(ThreadingHTTPServer):
         return {f"{HOST}:{port}", f"localhost:{port}"}
 
     def process_request(self, request: Any, client_address: Any) -> None:
-        """Serve the connection on a thread of its own, or, beyond the limit, answer it 429 on a refusing thread
-        (waiting for one, should slow clients hold them all; a shutdown meanwhile drops it)."""
-        slots, handler = self.connections, Handler
-        if not slots.acquire(blocking=False):
-            slots, handler = self.refusals, Refusal
-            while not slots.acquire(timeout=ACCEPT_POLL_S):
-                if self.closing:
-                    self.shutdown_request(request)
-                    return
+        """Serve the connection on a thread of its own, unless its user holds as many as it may: answer that one 429
+        at once, unread."""
+        try:
+            peer = self.peers.admit(request)
+        except TooManyConnections as refused:
+            self.turn_away(request, refused)
+            return
 
         def work() -> None:
             try:
-                handler(request, client_address, self)
+                Handler(request, client_address, self)
             except Exception:
                 self.handle_error(request, client_address)
             finally:
                 self.shutdown_request(request)
-                slots.release()
+                self.peers.leave(peer)
 
         try:
             threading.Thread(target=work, daemon=True).start()
         except BaseException:
-            slots.release()
+            self.peers.leave(peer)
             self.shutdown_request(request)
             raise
 
-    def shutdown(self) -> None:
-        self.closing = True
-        super().shutdown()
+    def turn_away(self, connection: socket.socket, refused: TooManyConnections) -> None:
+        """A 429 written without a thread (what the peer may not have), into the new socket's empty buffer."""
+        retry_after = math.ceil(self.head_timeout)  # by then each of its connections has sent a head or been closed
+        error = RequestError(f"{refused}; retry after {retry_after} s", None, "too_many_connections", 429,
+                             "rate_limit_error", retry_after)
+        body = json.dumps(error.body()).encode()
+        try:
+            connection.setblocking(False)
+            connection.sendall(f"HTTP/1.1 429 Too Many Requests\r\nContent-Type: application/json\r\n"
+                               f"Content-Length: {len(body)}\r\nRetry-After: {retry_after}\r\n"
+                               f"x-should-retry: true\r\nConnection: close\r\n\r\n".encode() + body)
+        except OSError:
+            pass  # it is closed all the same
+        self.shutdown_request(connection)
 
     def health(self) -> dict:
         queue: RequestQueue = self.engine.queue
@@ -526,7 +618,8 @@ def exit_with(pid: int, server: Server) -> None:
 
 def serve(port: int | None = None, quiet: bool = False, n_ctx: int = CONTEXT_TOKENS, queue_limit: int = DEFAULT_LIMIT,
           body_limit_mb: float = DEFAULT_BODY_LIMIT_MB, socket_timeout: float = DEFAULT_SOCKET_TIMEOUT_S,
-          owner_pid: int | None = None, threads: int = DECODE_THREADS, threads_batch: int = BATCH_THREADS) -> None:
+          owner_pid: int | None = None, threads: int = DECODE_THREADS, threads_batch: int = BATCH_THREADS,
+          head_timeout: float = DEFAULT_HEAD_TIMEOUT_S) -> None:
     """Serve on `port` (else WORKSHOP_PORT's, else any free one) until stopped, announced in the folder clients read."""
     port = requested_port(port)
     folder = server_folder(port)
@@ -535,7 +628,7 @@ def serve(port: int | None = None, quiet: bool = False, n_ctx: int = CONTEXT_TOK
     # Bind first, so a port in use fails at once, before the model loads.
     try:
         server = Server(port or 0, None, key, int(body_limit_mb * 2**20), socket_timeout, quiet,
-                        connection_limit(queue_limit))
+                        service_limit(queue_limit), head_timeout)
     except OSError as exc:
         if exc.errno == errno.EADDRINUSE and port:
             raise port_taken(port) from None
@@ -575,6 +668,9 @@ def main(argv: list[str] | None = None) -> None:
                         help=f"largest request body accepted, in MiB (default {DEFAULT_BODY_LIMIT_MB})")
     parser.add_argument("--socket-timeout", type=float, default=DEFAULT_SOCKET_TIMEOUT_S,
                         help="seconds a client may stay silent while sending a request (default 30)")
+    parser.add_argument("--head-timeout", type=float, default=DEFAULT_HEAD_TIMEOUT_S,
+                        help="seconds a client has to send a request's line and headers, however steadily it "
+                             "sends them (default 10)")
     parser.add_argument("--exit-with", type=int, default=None, metavar="PID",
                         help="shut down when this process ends (the client that starts the server passes the "
                              "process it leaves with: the lab, the Jupyter, the script)")
@@ -582,7 +678,7 @@ def main(argv: list[str] | None = None) -> None:
     args = parser.parse_args(argv)
     try:
         serve(args.port, args.quiet, args.ctx, args.queue, args.max_body_mb, args.socket_timeout, args.exit_with,
-              args.threads, args.threads_batch)
+              args.threads, args.threads_batch, args.head_timeout)
     except ServerError as exc:  # a setting's problem: one line, which the client that started it passes on
         print(f"error: {exc}", file=sys.stderr, flush=True)
         sys.exit(SETTING_EXIT)

@@ -15,7 +15,7 @@ import pytest
 
 from helpers.runtime.embedded import MODEL_ID, SERVER_NAME
 from helpers.server import app as app_module
-from helpers.server.app import DEFAULT_BODY_LIMIT_MB, PREPARING_AT_ONCE, Server, connection_limit
+from helpers.server.app import DEFAULT_BODY_LIMIT_MB, PREPARING_AT_ONCE, Server, service_limit
 from helpers.server.engine import Cancelled, Completion
 from helpers.server.protocol import MAX_MESSAGES, ChatRequest
 from helpers.server.request_queue import RequestQueue
@@ -334,33 +334,37 @@ def test_a_preparation_that_takes_too_long_is_answered_and_others_are_still_prep
     assert exchange(app, post())[0] == 200  # the stuck one holds one of the two turns, not both
 
 
-def test_connections_beyond_the_limit_are_answered_429_at_once_instead_of_waiting():
-    """Two idle connections take both threads; a third client is told the server is busy, and when to retry, at once
-    (it used to wait in the kernel's backlog until an idle one timed out)."""
-    server = Server(0, StubEngine(), KEY, socket_timeout=5.0, quiet=True, connections=2)
+def test_requests_beyond_the_limit_are_answered_429_at_once_and_idle_connections_take_no_slot():
+    """About 2 s. Five idle connections take neither of the two service slots; two slow requests take both, and a
+    third is told the server is busy, and when to retry, at once (it once waited in the kernel's backlog)."""
+    server = Server(0, StubEngine(), KEY, socket_timeout=5.0, quiet=True, serving=2)
     threading.Thread(target=server.serve_forever, args=(0.05,), daemon=True).start()
-    idle = [socket.create_connection(server.server_address) for _ in range(2)]
+    idle = [socket.create_connection(server.server_address) for _ in range(5)]
     try:
-        time.sleep(0.3)
+        assert exchange(server, post())[0] == 200
+        holders = [threading.Thread(target=exchange, args=(server, post("slow"))) for _ in range(2)]
+        for holder in holders:  # one decodes for about a second, one waits for it
+            holder.start()
+            time.sleep(0.1)
         started = time.monotonic()
         status, headers, payload = exchange(server, post())
         assert (status, error_of(payload)["code"]) == (429, "server_busy")
+        assert "serves 2 requests at once" in error_of(payload)["message"]
         assert int(headers["retry-after"]) >= 1 and headers["x-should-retry"] == "true"
-        assert time.monotonic() - started < 3  # the idle connections hold their threads for 5 s
+        assert time.monotonic() - started < 0.5
+        for holder in holders:
+            holder.join()
+        assert exchange(server, post())[0] == 200  # answered, a request gives its slot back
     finally:
         for sock in idle:
             sock.close()
-    deadline = time.monotonic() + 5
-    while exchange(server, post())[0] != 200 and time.monotonic() < deadline:  # closed ones free their threads
-        time.sleep(0.1)
-    assert exchange(server, post())[0] == 200
-    server.shutdown()
-    server.server_close()
+        server.shutdown()
+        server.server_close()
 
 
-def test_the_connection_limit_follows_the_queue():
+def test_the_service_limit_follows_the_queue():
     # one decoding, each request the queue may hold, and those being prepared: 35 for the default queue of 32
-    assert connection_limit(32) == 35 and connection_limit(4) == 7
+    assert service_limit(32) == 35 and service_limit(4) == 7
 
 
 @pytest.mark.parametrize("authorization", [None, b"Bearer wrong-key", b"Basic " + KEY.encode(), KEY.encode(),

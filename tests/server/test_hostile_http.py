@@ -1,7 +1,7 @@
 """The real server under hostile HTTP, a flood and a fuzz: every client gets an answer, and the server keeps serving.
 
-These run on a server of their own, with a small queue (4) and a short socket timeout (2 s), so that the
-limits are reached quickly. Every loop is bounded in count and time, and only 127.0.0.1 is contacted.
+These run on a server of their own, with a small queue (4), a short socket timeout (2 s) and head timeout (8 s), so
+that the limits are reached quickly. Every loop is bounded in count and time, and only 127.0.0.1 is contacted.
 """
 import concurrent.futures
 import json
@@ -19,19 +19,21 @@ from body_strategies import bodies, near_valid
 from helpers.runtime.backends import embedded_client
 from helpers.runtime.embedded import LOG, MODEL_ID, Running, health, start_server, stop_server
 from test_request_queue import wait_until  # pytest puts tests/server/ on the path
+from test_slow_clients import Tricklers
 
 pytestmark = pytest.mark.integration
-QUEUE, SOCKET_TIMEOUT = 4, 2
+QUEUE, SOCKET_TIMEOUT, HEAD_TIMEOUT = 4, 2, 8
 DIRECT = urllib.request.build_opener(urllib.request.ProxyHandler({}))
 
 
 @pytest.fixture(scope="module")
 def port() -> Running:
-    """A server of these tests' own (the folder of a free port), with a small queue and a short socket timeout."""
+    """A server of these tests' own (the folder of a free port), with a small queue and short timeouts."""
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         free = sock.getsockname()[1]
-    yield start_server(free, extra_args=("--queue", str(QUEUE), "--socket-timeout", str(SOCKET_TIMEOUT)))
+    yield start_server(free, extra_args=("--queue", str(QUEUE), "--socket-timeout", str(SOCKET_TIMEOUT),
+                                         "--head-timeout", str(HEAD_TIMEOUT)))
     stop_server(free)
 
 
@@ -194,3 +196,26 @@ def test_a_request_a_web_page_could_send_is_refused(port, replace, by, status):
     request = head(port).replace(replace, by) + b"Content-Length: %d\r\n\r\n%s" % (len(body), body)
     assert raw_exchange(port, request) == status
     assert raw_exchange(port, head(port) + b"Content-Length: %d\r\n\r\n%s" % (len(body), body)) == 200
+
+
+def test_sixty_trickling_keyless_clients_do_not_keep_the_owner_waiting(port):
+    """About 10 s and one small model call. The review's attack (issue 47): 60 clients without the key send their heads
+    a byte a second, within the socket timeout; the owner's /health and a small completion, with the key, are
+    answered at once (on the old server /health did not answer at all), and each trickler is cut with a 408 at the
+    head's deadline (`--head-timeout`)."""
+    keyless = head(port).replace(b"Authorization: Bearer %s\r\n" % port.key.encode(), b"")
+    tricklers = Tricklers(("127.0.0.1", port.port), keyless, 60, every=1.0)
+    try:
+        time.sleep(1.5)
+        begun = time.monotonic()
+        assert health(port, timeout=5) is not None, "the owner's /health did not answer"
+        health_s = time.monotonic() - begun
+        assert post(port, small(), timeout=30)[0] == 200
+        completion_s = time.monotonic() - begun - health_s
+        assert health_s < 2 and completion_s < 5, (health_s, completion_s)
+        assert tricklers.none_answered(), "the tricklers were cut before the owner was served"
+        answers = tricklers.answers()
+        assert {status for status, _ in answers} == {408}
+        assert all(HEAD_TIMEOUT - 0.5 < seconds < HEAD_TIMEOUT + 3 for _, seconds in answers), answers
+    finally:
+        tricklers.close()
