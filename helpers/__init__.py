@@ -3,7 +3,8 @@
 The lesson modules stand here in notebook order; each imports only from its own notebook's modules and
 earlier ones (a test walks the imports). Everything that is not a lesson lives in a subpackage: the floors
 below the lessons (`world`, `runtime`, `server`, `widgets`), which import no lesson but the data contracts, and
-above them the exercises' checks and the benchmarks, which measure the lessons and which no lesson imports.
+above them the exercises' checks and the benchmarks, which measure the lessons, and the maintainers' tools,
+which keep the published files true: no lesson imports them.
 
 | notebook | module         | what it holds                                                              |
 |----------|----------------|----------------------------------------------------------------------------|
@@ -28,10 +29,11 @@ above them the exercises' checks and the benchmarks, which measure the lessons a
 | subpackage  | what it holds                                                                          |
 |-------------|----------------------------------------------------------------------------------------|
 | `world`     | the simulated store, its tasks, side effects, the simulated user, the scripted policy  |
-| `runtime`   | choosing a backend and its dialect, the embedded server's facts and process, installing, the notebooks' setup, publishing, paths |
+| `runtime`   | choosing a backend and its dialect, the embedded server's facts and process, installing, the notebooks' setup, paths |
 | `server`    | the embedded model's OpenAI-compatible HTTP server                                     |
 | `exercises` | the checks behind each notebook's exercises                                            |
 | `bench`     | the benchmarks, run from the command line: the agent's configurations, guided decoding's cost, which model to embed |
+| `maintainers` | the maintainers' tools, which no notebook runs: the Colab badges and setup cells, the picture of the arc |
 | `widgets`   | sliders over an agent run's steps and a guided reply's tokens, each with a static rendering |
 """
 import sys

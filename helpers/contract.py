@@ -6,6 +6,8 @@ import json
 import re
 from typing import Any, Literal, get_args
 
+from helpers.runtime.schema_tree import json_path
+
 Status = Literal["answered", "not_found", "needs_clarification"]
 Category = Literal["campus_event", "campus_hours", "campus_resource", "comparison", "refusal"]
 
@@ -71,11 +73,6 @@ _FENCE = re.compile(r"```[\w-]*\s*(.*?)```", re.DOTALL)
 def type_name(value: Any) -> str:
     """Name a parsed value's JSON type, the words a reader (or a model) knows."""
     return _TYPE_NAMES.get(type(value), type(value).__name__)
-
-
-def json_path(location: tuple[str | int, ...]) -> str:
-    """Where a problem is, the way every message here names it: ('items', 1, 'name') -> items[1].name."""
-    return "".join(f"[{part}]" if isinstance(part, int) else f".{part}" for part in location).lstrip(".")
 
 
 def wrong_type(path: str, expected: str, value: Any) -> str:

@@ -20,12 +20,12 @@ from helpers.contract import (
     SHORT_TEXT_MAX_LENGTH,
     Category,
     Status,
-    json_path,
     not_plain,
     too_long,
     wrong_type,
     wrong_value,
 )
+from helpers.runtime.schema_tree import json_path
 
 # strict: "932" is not 932 and "true" is not True, exactly as in JSON Schema.
 # extra="forbid": additionalProperties false, which a guided tiny model needs to stop.

@@ -11,7 +11,7 @@ import socket
 import subprocess
 from pathlib import Path
 
-from helpers.runtime import publish
+from helpers.maintainers import publish
 
 ROOT = Path(__file__).resolve().parent.parent
 ADDRESS = publish.read_address(ROOT / "pyproject.toml")

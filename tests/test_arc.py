@@ -1,4 +1,4 @@
-"""docs/arc.png is the picture `python -m helpers.runtime.arc` draws, and the comparison would see an edit to it.
+"""docs/arc.png is the picture `python -m helpers.maintainers.arc` draws, and the comparison would see an edit to it.
 
 Pixels, not bytes: another matplotlib release may shade an edge a little differently. Drawn with 3.10 and with 3.11,
 the slide differed by more than a quarter of the range in 6 of its 1,440,000 pixels; the smallest edit tried (one
@@ -14,11 +14,11 @@ import pytest
 from matplotlib.image import imread
 from PIL import Image
 
-from helpers.runtime import arc
+from helpers.maintainers import arc
 
 QUARTER = 64 / 255  # a pixel differs when one of its channels moved by more than this
 ALLOWED = 20  # pixels that may differ: antialiasing on another release, never a changed word
-REDRAW = "run `.venv/bin/python -m helpers.runtime.arc` and commit docs/arc.png"
+REDRAW = "run `.venv/bin/python -m helpers.maintainers.arc` and commit docs/arc.png"
 
 
 def differing(expected: Path, actual: Path) -> int:

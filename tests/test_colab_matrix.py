@@ -43,7 +43,7 @@ from nbclient.exceptions import CellExecutionError
 
 from colab_stage import ADDRESS, ROOT, colab_env, git, origin
 from helpers.runtime import install
-from helpers.runtime.publish import notebooks
+from helpers.maintainers.publish import notebooks
 from test_reading_time import names, parsed  # pytest puts tests/ on the path
 
 VERSIONS = Path(__file__).with_name("colab_versions.txt")

@@ -8,7 +8,7 @@ Colab itself cannot be reached from here, so the test builds what its setup cell
 - a stub `google.colab`, imported at start-up as Colab does;
 - the clone URL and folder, through the cell's test-only overrides, pointing at a `file://` copy of this
   repository's HEAD and at a temporary folder; the kernel's working directory is another temporary folder.
-The cell comes from `helpers.runtime.publish.setup_cell`, the template every notebook's first cell is written from.
+The cell comes from `helpers.maintainers.publish.setup_cell`, the template every notebook's first cell is written from.
 """
 from __future__ import annotations
 
@@ -23,7 +23,7 @@ import pytest
 
 import helpers
 from colab_stage import ADDRESS, ROOT, colab_env, origin
-from helpers.runtime import publish
+from helpers.maintainers import publish
 from helpers.runtime.embedded import MODEL_ID
 from kernel_runner import Kernel
 

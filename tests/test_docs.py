@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from helpers.runtime import publish
+from helpers.maintainers import publish
 
 ROOT = Path(__file__).resolve().parent.parent
 README = ROOT / "README.md"
@@ -91,7 +91,7 @@ def test_the_readme_tells_a_newcomer_to_run_what_ci_runs():
 
 
 def test_only_the_readme_names_the_published_address():
-    # `python -m helpers.runtime.publish` moves the README's links; docs/ must link relatively to move with it.
+    # `python -m helpers.maintainers.publish` moves the README's links; docs/ must link relatively to move with it.
     address = publish.read_address(ROOT / "pyproject.toml")
     assert not [p.name for p in PAGES[1:] if address.repository in p.read_text(encoding="utf-8")]
 

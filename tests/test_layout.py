@@ -129,18 +129,25 @@ def floor_modules() -> list[str]:
                   for floor in FLOORS for path in (PACKAGE / floor).glob("*.py"))
 
 
+# What each floor may not import beyond the lessons: the runtime is the lowest (it chooses and starts a backend, and
+# knows the server only by its command line), and the server, a server like any other, knows no lesson at all.
+FORBIDDEN_FLOORS = {"helpers.runtime": ("helpers.server", "helpers.world", "helpers.widgets"),
+                    "helpers.server": ("helpers.world", "helpers.widgets")}
+
+
 def floor_breaches(module: str, tree: ast.AST) -> list[str]:
-    """What `module`'s source imports that its floor may not: a lesson module beyond the contracts, or, from the
-    runtime, anything of the server."""
+    """What `module`'s source imports that its floor may not: a lesson module beyond the contracts (none at all, for
+    the server), or a floor above its own."""
     imported = imported_by(tree)
-    breaches = sorted(m for m in imported if m in lesson_order() and m not in SHARED_CONTRACTS)
-    if module.startswith("helpers.runtime"):
-        breaches += sorted(m for m in imported if m == "helpers.server" or m.startswith("helpers.server."))
-    return breaches
+    allowed = set() if module.startswith("helpers.server") else SHARED_CONTRACTS
+    breaches = sorted(m for m in imported if m in lesson_order() and m not in allowed)
+    above = next((floors for floor, floors in FORBIDDEN_FLOORS.items() if module.startswith(floor + ".")
+                  or module == floor), ())
+    return breaches + sorted(m for m in imported if any(m == f or m.startswith(f + ".") for f in above))
 
 
 @pytest.mark.parametrize("module", floor_modules())
-def test_the_floors_import_no_lesson_but_the_contracts_and_the_runtime_no_server(module):
+def test_the_floors_import_no_lesson_but_the_contracts_and_no_floor_above_their_own(module):
     assert floor_breaches(module, ast.parse(source_of(module).read_text(encoding="utf-8"))) == []
 
 
@@ -148,9 +155,11 @@ def test_the_floor_check_sees_a_breach():
     """The check itself: a lesson import inside a function, and the runtime reaching for the server, are caught;
     the contracts are not."""
     tree = ast.parse("from helpers.steps import Step\ndef f():\n    from helpers.loop import execute\n"
-                     "    from helpers.server.engine import Engine\n")
+                     "    from helpers.server.engine import Engine\n    from helpers.world.passwords import conceal\n")
     assert floor_breaches("helpers.world.store", tree) == ["helpers.loop"]
-    assert floor_breaches("helpers.runtime.backends", tree) == ["helpers.loop", "helpers.server.engine"]
+    assert floor_breaches("helpers.runtime.backends", tree) == ["helpers.loop", "helpers.server.engine",
+                                                                "helpers.world.passwords"]
+    assert floor_breaches("helpers.server.app", tree) == ["helpers.loop", "helpers.steps", "helpers.world.passwords"]
 
 
 # Above the lessons: the exercises' checks and the benchmarks measure what the lessons build; nothing below imports

@@ -1,6 +1,6 @@
 """Every notebook opens the same way, can be opened in Colab, has exercises with checks, and ends with a recap.
 
-The setup cell and the badges are written by `python -m helpers.runtime.publish` from the one published address;
+The setup cell and the badges are written by `python -m helpers.maintainers.publish` from the one published address;
 when these tests fail after an edit of the template or the address, run it.
 """
 import json
@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from helpers.runtime import publish
+from helpers.maintainers import publish
 
 ROOT = Path(__file__).resolve().parent.parent
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
@@ -38,7 +38,7 @@ def test_there_is_a_start_here_notebook():
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
 def test_every_notebook_opens_with_the_generated_setup_cell(path):
-    assert first_code_cell(path) == publish.setup_cell(ADDRESS), "run `./workshop run helpers.runtime.publish`"
+    assert first_code_cell(path) == publish.setup_cell(ADDRESS), "run `./workshop run helpers.maintainers.publish`"
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
@@ -51,7 +51,7 @@ def test_the_setup_cell_shows_its_title_and_hides_its_plumbing(path):
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
 def test_colab_badge_points_at_this_notebook_where_it_is_published(path):
-    assert ADDRESS.badge(path.name) in source(cells(path)[0]), "run `python -m helpers.runtime.publish`"
+    assert ADDRESS.badge(path.name) in source(cells(path)[0]), "run `python -m helpers.maintainers.publish`"
 
 
 def test_the_readme_links_to_where_the_workshop_is_published():

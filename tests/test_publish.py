@@ -1,11 +1,11 @@
-"""`python -m helpers.runtime.publish` moves every address in one go, on copies of the real files, and is idempotent."""
+"""`python -m helpers.maintainers.publish` moves every address in one go, on copies of the real files, and is idempotent."""
 import json
 import shutil
 from pathlib import Path
 
 import pytest
 
-from helpers.runtime import publish
+from helpers.maintainers import publish
 from helpers.runtime.paths import ROOT
 
 PLACEHOLDER = "structured-outputs-workshop/structured-outputs-workshop"

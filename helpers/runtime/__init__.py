@@ -6,12 +6,10 @@
 | `dialects`    | how each server spells guided JSON, and nothing else                                    |
 | `replies`     | what a model call returned (text, usage, timings), read one way everywhere, and usages summed |
 | `embedded`    | the embedded server's facts (model id, address), and starting, finding, stopping it     |
-| `arc`         | the picture of the arc, one slide: `python -m helpers.runtime.arc` writes docs/arc.png   |
 | `strict_subset` | OpenAI's strict subset of JSON Schema: the checker, the rewrite into it, and reading a reply back |
 | `schema_tree` | a JSON Schema as a tree: the one walk over its nodes, and the one `$ref` resolver       |
 | `environment` | the setup cell's `prepare()` and the pre-class check `python -m helpers.runtime.environment --check` |
 | `install`     | installing the embedded model's packages with progress                                  |
-| `publish`     | the Colab badges and setup cells: `python -m helpers.runtime.publish`                   |
 | `paths`       | where the workshop's files are                                                          |
 | `interpreter` | which Python runs the workshop's modules, said in one line when it is the wrong one       |
 | `progress`    | progress as plain lines of text, readable on GitHub                                      |

@@ -1,4 +1,5 @@
-"""A JSON Schema as a tree: every node with where it sits and what it is, and a local `$ref` resolved.
+"""A JSON Schema as a tree: every node with where it sits and what it is, and a local `$ref` resolved; and a place
+in JSON data, named the way messages name it (`json_path`).
 
 The one walk over a schema that its readers share: OpenAI's strict-subset checker and rewrite
 (`helpers.runtime.strict_subset`), and the embedded server's limits and its pattern rewrite
@@ -86,3 +87,9 @@ def resolve(root: dict, node: Any) -> Any:
             else:
                 raise ValueError(f"$ref {ref!r} points to nothing in this schema")
     return node
+
+
+def json_path(location: tuple[str | int, ...]) -> str:
+    """Where a value sits in JSON data, the way every message of the workshop names it, the contract's and the
+    server's alike: ('items', 1, 'name') -> items[1].name."""
+    return "".join(f"[{part}]" if isinstance(part, int) else f".{part}" for part in location).lstrip(".")

@@ -24,7 +24,6 @@ from typing import Any
 
 from llguidance import LLMatcher, LLParserLimits, LLTokenizer
 
-from helpers.contract import PLAIN_TEXT
 from helpers.runtime.dialects import Constraint
 from helpers.runtime.schema_tree import nodes
 from helpers.server.protocol import RequestError
@@ -48,9 +47,12 @@ _LIMIT_WORDS = re.compile(r"fuel|too big|too large|too many")
 
 # A pattern that is one character class repeated, anchored at both ends: `^[...]*$`.
 _CLASS_REPEATED = re.compile(r"\^(\[(?:\\.|[^\]\\])+\])\*\$")
-_PLAIN_CLASS = _CLASS_REPEATED.fullmatch(PLAIN_TEXT).group(1)
-TOKEN_SLICES: list[str] = LLTokenizer.general_slices() + [f"{_PLAIN_CLASS}{{1,10}}", f"{_PLAIN_CLASS}{{1,30}}",
-                                                          f"{_PLAIN_CLASS}+"]
+# Plain text as schemas that bound free text ask for it: printable ASCII that a JSON string holds unescaped (no
+# quote, no backslash), one byte and at most one token a character. The server slices the vocabulary by it; a
+# schema whose strings use this class (the workshop's PLAIN_TEXT does) gets the fast masks.
+PLAIN_CLASS = r"[ !#-\[\]-~]"
+TOKEN_SLICES: list[str] = LLTokenizer.general_slices() + [f"{PLAIN_CLASS}{{1,10}}", f"{PLAIN_CLASS}{{1,30}}",
+                                                          f"{PLAIN_CLASS}+"]
 
 
 def length_in_pattern(schema: Any) -> Any:

@@ -29,8 +29,8 @@ from pydantic import (
 )
 from pydantic_core import PydanticCustomError
 
-from helpers.contract import json_path
 from helpers.runtime.dialects import BODY_FIELDS, TRACE_FIELD, Constraint, DialectError, constraint_from_body
+from helpers.runtime.schema_tree import json_path
 
 # The embedded model reads text only, and the server says so, as text-only servers do (llama-cpp-python's answers
 # a 500): an image it silently dropped would let a client believe a model saw a screen it never saw.

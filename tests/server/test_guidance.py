@@ -14,7 +14,7 @@ from llguidance import LLMatcher, LLTokenizer
 from helpers.contract import PLAIN_TEXT
 from helpers.runtime.dialects import Constraint
 from helpers.server.guidance import (GRAMMAR_LIMITS, JSON_DEFAULTS, MAX_ENUM_VALUES, MAX_SCHEMA_CHARS, MAX_SCHEMA_DEPTH,
-                                     TOKEN_SLICES, compile_matcher, grammar_text, length_in_pattern)
+                                     PLAIN_CLASS, TOKEN_SLICES, compile_matcher, grammar_text, length_in_pattern)
 from helpers.server.protocol import RequestError
 from helpers.steps import STEP_SCHEMA
 
@@ -303,3 +303,9 @@ def test_the_bytes_without_a_token_of_their_own_are_the_ones_may_be_forced_names
     never_in_utf8 = {0xC0, 0xC1, *range(0xF5, 0x100)}
     unassigned_planes = {0xF1, 0xF2}  # lead bytes of planes 4 to 11
     assert set(range(256)) - single == control | never_in_utf8 | unassigned_planes
+
+
+def test_the_contracts_plain_text_is_the_class_the_server_slices_by():
+    """Instant. The server knows no lesson, so it writes its alphabet itself; the workshop's schemas get the fast
+    masks only while their plain text is that class."""
+    assert PLAIN_TEXT == f"^{PLAIN_CLASS}*$"

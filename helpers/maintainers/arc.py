@@ -1,4 +1,4 @@
-"""The arc of the workshop as one slide: `python -m helpers.runtime.arc` draws it into docs/arc.png.
+"""The arc of the workshop as one slide: `python -m helpers.maintainers.arc` draws it into docs/arc.png.
 
 Left, Layer 2: a model reply climbs the repair ladder (parse, validate, repair once, fall back) until it is one
 typed intent. Right, the harness: its checks, the user's approval, execution and the ledger; a refusal or a result
@@ -169,7 +169,7 @@ def save(fig: Figure, path: Path) -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m helpers.runtime.arc", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="python -m helpers.maintainers.arc", description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, default=PICTURE, help=f"where to write the PNG (default: {PICTURE})")
     args = parser.parse_args(argv)
     save(draw(), args.out)

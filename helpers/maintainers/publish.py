@@ -1,7 +1,7 @@
 """Where the workshop is published, kept in one place, and everything that follows from it.
 
-    python -m helpers.runtime.publish --repo OWNER/NAME [--branch main]   # publish under a new address
-    python -m helpers.runtime.publish                                     # bring every notebook up to date
+    python -m helpers.maintainers.publish --repo OWNER/NAME [--branch main]   # publish under a new address
+    python -m helpers.maintainers.publish                                     # bring every notebook up to date
 
 The address is `[tool.workshop]` in pyproject.toml. From it this module writes each notebook's Colab
 badge, the setup cell that opens every notebook (one template, `setup_cell`), and the README's links to
@@ -63,7 +63,7 @@ def setup_cell(address: Address) -> str:
     """The first code cell of every notebook."""
     return f'''\
 # @title Setup: connect to the model (run this first; the code is plumbing, shown on a click)
-# Setup: the same cell opens every notebook (written by `./workshop run helpers.runtime.publish`; change it there).
+# Setup: the same cell opens every notebook (written by `./workshop run helpers.maintainers.publish`; change it there).
 # After `./workshop lab` it only connects. In Colab, where every badge opens a NEW runtime, it clones the workshop
 # and installs the embedded model, with progress, unless an API key is set (see docs/setup.md).
 import importlib.util, os, pathlib, sys
@@ -149,7 +149,7 @@ def _write(path: Path, old: str, new: str) -> bool:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m helpers.runtime.publish", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="python -m helpers.maintainers.publish", description=__doc__.splitlines()[0])
     parser.add_argument("--repo", help="OWNER/NAME on GitHub (default: the current one, from pyproject.toml)")
     parser.add_argument("--branch", help="the branch Colab opens and the setup cell clones (default: the current)")
     parser.add_argument("--root", type=Path, default=ROOT, help="the workshop folder (default: this checkout)")
