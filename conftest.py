@@ -1,11 +1,12 @@
-"""One embedded server for the whole test run, shared by integration tests and by the notebooks nbval executes.
+"""One embedded server per test process, shared by its integration tests and by the notebooks nbval executes in
+it: `./workshop test` runs two xdist workers, each its own process, so two servers, each decoding on its own core.
 
 Notebook kernels inherit this process's environment, so setting WORKSHOP_PORT and
 WORKSHOP_BACKEND here makes every notebook find the same server, and never a paid
 API even when a developer has keys in the environment. A server for WORKSHOP_PORT has
 a folder of its own (`helpers.runtime.embedded.server_folder`), and the port is one no
 other program holds now: no other checkout or test run finds this server, nor this run
-theirs. It leaves with this process. Every notebook cell nbval runs is marked
+theirs (nor the other worker's). It leaves with this process. Every notebook cell nbval runs is marked
 `integration` (notebooks talk to the model), so `-m "not integration"` runs no model.
 
 The run sets WORKSHOP_QUICK=1 for every pass over the notebooks (nbval, llama-cpp-python's server, the Colab

@@ -4,11 +4,13 @@ A parsed reply becomes one typed intent (final answer, tool request, clarificati
 turning raw output into such typed intents is Layer 2, structured output, and the harness is what
 decides above it. `decide` runs `CHECKS`, an ordered list of small functions of (the proposal, the context),
 each returning a verdict or nothing; the first verdict wins. A reply that expresses more than one intent, or a
-step with keys beside note, thought and tool_call, is refused: the harness never guesses. A tool request runs
-only after every check passes, in this order: the tool is declared, required arguments are present, types and
-values are valid, policy allows it, what it types was asked for, the caller's role may use it, and the budgets
-hold. Then its side effects, as the app itself describes them, are weighed: one that cannot be undone runs only
-once, only if what the user asked for includes it, and only if the user, asked by the harness, approves it.
+step with keys beside note, thought and tool_call, is refused: the harness never guesses. The checks, in the
+order they run (`CHECKS`): what the reply says, `within_budget`, `has_an_intent`, `one_intent`, `step_keys_only`,
+`no_silent_refusal`, `fallback_delivered`, `nothing_to_run`; then what a tool request is, `declared_tool`,
+`required_arguments`, `valid_arguments`, `within_policy`, `role_allows`; then what it would change, as the app
+itself describes it, `typed_as_asked`, `not_repeated`, `effect_asked_for`, `user_approves`. So an effect that cannot
+be undone runs only once, only if what the user asked for includes it, and only if the user, asked by the harness
+last, approves it.
 Every rejection is a typed `Decision` whose text goes back to the model as a `<tool_output>`.
 
 `governed_turn` is the one pass a proposal takes: decide, try the step on a copy of the app and refuse an

@@ -1,4 +1,5 @@
 import json
+import re
 
 import pytest
 
@@ -331,3 +332,9 @@ def test_a_refused_request_enters_its_effects_in_the_ledger_and_a_malformed_repl
     assert decide(step({"tool_name": "write", "content": "a" * 50}), ctx).cause == "policy_violation"
     assert decide(step({"tool_name": "write", "content": "mug"}, extra=1), ctx).cause == "malformed_structure"
     assert [(r["action"], r["blocked_by"]) for r in ctx.ledger.records()] == [("type_text", "policy_violation")]
+
+
+def test_the_docstring_names_the_checks_in_the_order_they_run():
+    """Instant. The order was once written out by hand and went stale."""
+    paragraph = harness.__doc__.split("(`CHECKS`)")[1].split("So an effect")[0]
+    assert re.findall(r"`(\w+)`", paragraph) == [check.__name__ for check in harness.CHECKS]
