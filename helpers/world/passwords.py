@@ -43,7 +43,8 @@ def isolated() -> Iterator[None]:
 
 
 def _spellings(secret: str) -> list[str]:
-    return list(dict.fromkeys([secret, json.dumps(secret)[1:-1], quote(secret), quote_plus(secret)]))
+    return list(dict.fromkeys([secret, json.dumps(secret)[1:-1], json.dumps(secret, ensure_ascii=False)[1:-1],
+                               quote(secret), quote_plus(secret)]))
 
 
 def conceal(text: str, also: Iterable[str] = ()) -> str:

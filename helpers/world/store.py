@@ -9,6 +9,7 @@ happened, or why nothing did. Nothing here raises on a bad action.
 from __future__ import annotations
 
 import io
+import json
 import random
 from dataclasses import dataclass, field
 
@@ -186,12 +187,14 @@ class CampusStore:
         return rows if self.orders else rows + [("text", "No orders yet", "")]
 
     def accessibility_tree(self) -> str:
-        """The screen as text, for models that cannot see the screenshot: role, name, box and center on the grid."""
+        """The screen as text, for models that cannot see the screenshot: role, name, box and center on the grid,
+        one line an element. Names and values are page text, written as `one_line` strings: a notice cannot add
+        an element line of its own."""
         lines = [f"page: {self.url}"]
         for i, el in enumerate(self.elements(), 1):
-            value = f' type={el.input_type} value="{el.shown_value}"' if el.role == "textbox" else ""
+            value = f" type={el.input_type} value={one_line(el.shown_value)}" if el.role == "textbox" else ""
             focus = " focused" if el.role == "textbox" and el.target == self.focused else ""
-            lines.append(f'[{i}] {el.role} "{el.name}"{value}{focus} box={list(el.grid_box())} '
+            lines.append(f"[{i}] {el.role} {one_line(el.name)}{value}{focus} box={list(el.grid_box())} "
                          f"center={list(el.grid_center())}")
         return conceal("\n".join(lines))
 
@@ -346,6 +349,13 @@ class CampusStore:
         total = f"${quantity * float(product.price.lstrip('$')):.2f}"
         return Effect("place_order", f"{quantity} x {product.name}, {total}", True,
                       ("place_order", product.name, quantity))
+
+
+def one_line(text: str) -> str:
+    """`text` as a JSON string on one line: quotes and backslashes escaped, and every character that breaks a line
+    or shows nothing (control characters, line and paragraph separators) written as its escape."""
+    return "".join(char if char.isprintable() else json.dumps(char)[1:-1]
+                   for char in json.dumps(text, ensure_ascii=False))
 
 
 def masked(text: str) -> str:
