@@ -37,7 +37,7 @@ from jsonschema import Draft202012Validator
 from jsonschema.exceptions import best_match
 from pydantic import ValidationError
 
-from helpers.goal import GOAL_TOKENS, Goal, goal_messages, goal_schema, refusal_message
+from helpers.goal import GOAL_TOKENS, Goal, goal_messages, goal_schema, refusal_message, unreadable
 from helpers.grounding import HANDWRITTEN, NARROWINGS, Grounding, allowed_calls, grounded_step_schema
 from helpers.harness import Context, HarnessBreach, Tracer, User, exhausted, governed_turn, record_effects
 from helpers.instruction import Instruction
@@ -89,11 +89,13 @@ def turn_contract(schema: dict) -> Contract:
 @dataclass
 class GoalReading:
     """The goal step: what the model read (or, for a policy that reads none, the task's own goal, labelled
-    `scripted`), whether the user confirmed it (None: nobody was asked), and the replies and usage it took."""
+    `scripted`), whether the user confirmed it (None: nobody was asked), why a part of the instruction cannot be
+    read into any goal, and the replies and usage it took."""
 
     goal: Goal | None
     source: str
     confirmed: bool | None
+    unreadable: list[str] = field(default_factory=list)
     replies: list[str] = field(default_factory=list)
     usages: list[dict | None] = field(default_factory=list)
     prompt: list[dict] = field(default_factory=list)  # the goal step's last prompt: what an estimate counts
@@ -113,12 +115,13 @@ def parse_goal(raw: str, schema: dict) -> Goal | None:
 def read_goal(policy: Policy, task: Task, app: CampusStore, text: str, user: User | None) -> GoalReading:
     """The model reads the instruction into a goal; with a user (governed), the user confirms it, and a refused
     reading gets one more try with the refusal in the conversation."""
-    schema = goal_schema(text, CATALOG)
+    schema, cannot = goal_schema(text, CATALOG), unreadable(text)
     if not isinstance(policy, ModelPolicy):
-        goal = Goal.model_validate(task_goal(task, app))
-        confirmed = None if user is None else user.confirm(goal.model_dump(), goal.describe())
-        return GoalReading(goal, "scripted", confirmed)
-    messages, reading = goal_messages(text, schema), GoalReading(None, "model", None)
+        data = task_goal(task, app)  # no goal where the task's own holds what no `Goal` can (`unreadable` says why)
+        goal = None if model_errors(Goal, data) else Goal.model_validate(data)
+        confirmed = None if user is None else goal is not None and user.confirm(goal.model_dump(), goal.describe())
+        return GoalReading(goal, "scripted", confirmed, cannot)
+    messages, reading = goal_messages(text, schema), GoalReading(None, "model", None, cannot)
     for _ in range(2):
         reading.prompt = messages
         proposal = policy.propose(messages, app, schema, max_tokens=GOAL_TOKENS)
@@ -148,6 +151,7 @@ class Episode:
     goal_confirmed: bool | None = None
     goal_reads: int = 0
     goal_tokens: int | None = 0  # what reading the goal cost, counted in `tokens` too
+    goal_unreadable: list[str] = field(default_factory=list)  # why the instruction cannot be read into a goal
     single_option_steps: int = 0  # steps whose schema allowed exactly one call: the schema chose, not the model
     success: bool = False
     outcome: str = ""
@@ -176,6 +180,7 @@ class Episode:
             register(reading.goal.password)
         self.goal = reading.goal.model_dump() if reading.goal else None
         self.goal_source, self.goal_confirmed, self.goal_reads = reading.source, reading.confirmed, len(reading.replies)
+        self.goal_unreadable = list(reading.unreadable)
         self.goal_tokens = _tokens(reading.usages)
 
     def finish(self, task: Task, app: CampusStore, side_effects: list[dict], run: Run, user: User,
@@ -351,7 +356,8 @@ def run_episode(policy: Policy, task: Task, seed: int = 0, config: str = "govern
     run = Run(config, app, ctx, user, Grounding(text, reading.goal if reading else None), messages, narrowings,
               repair, tracer, usages=list(reading.usages) if reading else [])
     if governed and not reading.confirmed:
-        user.reply("I could not read your instruction into a goal you confirmed. What exactly should I do?")
+        why = f": {'; '.join(reading.unreadable)}" if reading.unreadable else ""
+        user.reply(f"I could not read your instruction into a goal you confirmed{why}. What exactly should I do?")
         episode.outcome = "goal not confirmed: asked the user"
     else:
         episode.turns, outcome = run_turns(policy, app, messages, run.act, max_steps, keep_images,

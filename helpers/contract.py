@@ -164,6 +164,13 @@ def not_plain(path: str, value: str) -> str:
     return f"{path}: expected plain text (printable ASCII without \" or \\), got {odd!r}"
 
 
+def fits(text: str, limit: int) -> bool:
+    """Whether a plain-text field of at most `limit` characters accepts `text`. A schema that offers text it did not
+    write (a value a page shows, a word of the user's instruction) as an `enum`, `const` or pattern offers only
+    what fits the field it fills: the server would otherwise allow what the client then refuses."""
+    return len(text) <= limit and _PLAIN.fullmatch(text) is not None
+
+
 def text_problems(path: str, value: Any, limit: int) -> list[str]:
     """What is wrong with one text of the contract: not a string, not plain, or longer than `limit`."""
     if not isinstance(value, str):

@@ -20,7 +20,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from helpers.contract import PLAIN_TEXT
+from helpers.contract import PLAIN_TEXT, fits
 from helpers.instruction import FROM_INSTRUCTION, credentials, numbers, quoted
 from helpers.world.effects import Effect
 from helpers.world.passwords import concealing
@@ -29,18 +29,19 @@ Fact = Literal["price", "stock", "SKU", "receipt URL"]
 MAX_QUANTITY = 10
 SEARCH_BOX, QUANTITY_BOX, USERNAME_BOX, PASSWORD_BOX = "Search products", "Quantity", "Username", "Password"
 GOAL_TOKENS = 160  # the longest grounded goal is about 110 tokens
+PRODUCT_MAX_LENGTH, CREDENTIAL_MAX_LENGTH = 30, 40
 CLOSED = ConfigDict(extra="forbid")
 
 
 class Order(BaseModel):
     model_config = CLOSED
-    product: str = Field(max_length=30, pattern=PLAIN_TEXT)
+    product: str = Field(max_length=PRODUCT_MAX_LENGTH, pattern=PLAIN_TEXT)
     quantity: int = Field(ge=1, le=MAX_QUANTITY)
 
 
 class Lookup(BaseModel):
     model_config = CLOSED
-    product: str = Field(max_length=30, pattern=PLAIN_TEXT)
+    product: str = Field(max_length=PRODUCT_MAX_LENGTH, pattern=PLAIN_TEXT)
     fact: Fact
 
 
@@ -50,8 +51,8 @@ class Goal(BaseModel):
 
     model_config = CLOSED
     sign_in: bool
-    username: str | None = Field(max_length=40, pattern=PLAIN_TEXT)
-    password: str | None = Field(max_length=40, pattern=PLAIN_TEXT)
+    username: str | None = Field(max_length=CREDENTIAL_MAX_LENGTH, pattern=PLAIN_TEXT)
+    password: str | None = Field(max_length=CREDENTIAL_MAX_LENGTH, pattern=PLAIN_TEXT)
     order: Order | None
     find: list[Lookup] = Field(max_length=2)
 
@@ -118,17 +119,29 @@ def spans(instruction: str) -> list[str]:
     return list(dict.fromkeys([*quoted(instruction), *(w for w in words if w), *credentials(instruction)]))
 
 
+def unreadable(instruction: str) -> list[str]:
+    """Why a credential the instruction gives cannot be read into a `Goal`, one reason each, naming no value: it is
+    not plain text, or longer than the field. `goal_schema` leaves such a span out, so no reading holds it; this
+    is what the goal step tells the user instead."""
+    boxes = dict.fromkeys(box for value, box in credentials(instruction).items()
+                          if not fits(value, CREDENTIAL_MAX_LENGTH))
+    return [f"the {box.lower()} in your instruction is outside plain text (printable ASCII without quotes or "
+            f"backslashes) or longer than {CREDENTIAL_MAX_LENGTH} characters, so this agent cannot type it"
+            for box in boxes]
+
+
 def goal_schema(instruction: str, catalogue: Iterable[str]) -> dict[str, Any]:
     """The `Goal` schema grounded in this instruction: products it names, numbers it contains, spans it holds.
 
     It removes what the instruction cannot back up; among what it can, the model chooses (to order or not, which
-    fact, which span is the password)."""
-    products = [name for name in catalogue if mentioned(instruction, name)]
+    fact, which span is the password). A product or span that its field cannot hold (outside plain text, or too
+    long) is left out too: a goal that held it would be refused (`unreadable` says why)."""
+    products = [name for name in catalogue if mentioned(instruction, name) and fits(name, PRODUCT_MAX_LENGTH)]
     quantities = sorted({1, *(n for n in numbers(instruction) if 1 <= n <= MAX_QUANTITY)})
     # Where the instruction backs up nothing, the field is null or the list empty: never an empty enum, which
     # allows nothing and which one engine's converter turns into a grammar it cannot parse. The empty list still
     # types its items: OpenAI's strict mode refuses an array without them.
-    words = spans(instruction)
+    words = [span for span in spans(instruction) if fits(span, CREDENTIAL_MAX_LENGTH)]
     credential = {"anyOf": [{"type": "null"}, {"enum": words}]} if words else {"type": "null"}
     if not products:
         order, find = {"type": "null"}, {"type": "array", "items": {"type": "null"}, "maxItems": 0}

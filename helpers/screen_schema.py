@@ -10,8 +10,9 @@ import copy
 from collections.abc import Iterable
 from typing import Any
 
-from helpers.steps import STEP_SCHEMA
-from helpers.world.store import CLICKABLE, CampusStore
+from helpers.contract import fits
+from helpers.steps import ELEMENT_MAX_LENGTH, STEP_SCHEMA
+from helpers.world.store import CLICKABLE, CampusStore, Element
 
 
 def closed_call(tool: str, properties: dict[str, Any], required: Iterable[str] | None = None) -> dict[str, Any]:
@@ -21,15 +22,16 @@ def closed_call(tool: str, properties: dict[str, Any], required: Iterable[str] |
             "required": list(required if required is not None else properties)}
 
 
-def clicks(app: CampusStore) -> list[dict[str, Any]]:
-    """One click per element on this screen, its name and centre fixed."""
+def clicks(elements: Iterable[Element]) -> list[dict[str, Any]]:
+    """One click per element of this screen (`app.elements()`), its name and centre fixed. An element whose name a
+    step's `element` cannot hold (page text outside plain text, or too long) gets none: the step would be refused."""
     return [closed_call("click", {"element": {"const": el.name}, "x": {"const": el.grid_center()[0]},
                                   "y": {"const": el.grid_center()[1]}})
-            for el in app.elements() if el.role in CLICKABLE]
+            for el in elements if el.role in CLICKABLE and fits(el.name, ELEMENT_MAX_LENGTH)]
 
 
 def per_screen_schema(app: CampusStore) -> dict[str, Any]:
     """The Step schema with `click` narrowed to the elements on this screen, each with its coordinates fixed."""
     schema = copy.deepcopy(STEP_SCHEMA)
-    schema["$defs"]["ClickArgs"] = {"anyOf": clicks(app)}
+    schema["$defs"]["ClickArgs"] = {"anyOf": clicks(app.elements())}
     return schema

@@ -11,12 +11,14 @@ import pytest
 from jsonschema import Draft202012Validator
 
 from helpers.agent import CONFIGS, READS_GOAL, parse_goal, run_episode, schema_for
-from helpers.goal import EXAMPLES, GOAL_TOKENS, Goal, goal_messages, goal_schema, mentioned, spans
-from helpers.grounding import Grounding, allowed_calls, irreversible_effects
+from helpers.goal import EXAMPLES, GOAL_TOKENS, Goal, goal_messages, goal_schema, mentioned, spans, unreadable
+from helpers.grounding import Grounding, Screen, allowed_calls, irreversible_effects
 from helpers.harness import Context, Decision, HarnessBreach, check_what_ran, decide
 from helpers.loop import ModelPolicy, ScriptedProposer, execute, observation_message
+from helpers.pydantic_contract import model_errors
 from helpers.runtime.replies import Reply
 from helpers.world.effects import Effect
+from helpers.world.passwords import isolated
 from helpers.world.store import CATALOG
 from helpers.world.scripted_policy import ScriptedPolicy
 from helpers.world.tasks import Task, instruction, load_tasks, start_app, task_goal
@@ -174,9 +176,9 @@ def test_no_schema_leaves_an_irreversible_action_as_the_only_call_unless_the_con
                 schema = schema_for(config, app, grounding)
                 variants = schema["properties"]["tool_call"].get("anyOf", [])
                 if config in READS_GOAL and (negated or grounding.goal.order is None):
-                    assert not any(irreversible_effects(app, v) for v in variants), (config, app.url)
+                    assert not any(irreversible_effects(Screen.read(app), v) for v in variants), (config, app.url)
                 call = only_call(schema, app)
-                if call is not None and irreversible_effects(app, call):
+                if call is not None and irreversible_effects(Screen.read(app), call):
                     assert not negated and grounding.goal.order is not None, (config, app.url, call)
 
 
@@ -272,3 +274,74 @@ def test_a_rephrased_task_wants_the_same_effects_and_goal():
     reworded = replace(task, instruction="Get me two pencil sets and then say 'ordered'.")
     app = start_app(task, 0)
     assert task_goal(task, app) == task_goal(reworded, app)
+
+
+# --- an instruction or a page outside plain text (issue 47) -----------------------------------------------------
+
+@pytest.mark.parametrize("text, box", [
+    ("Sign in with username ada and password caf\u00e9-lovelace59, then answer 'signed in'.", "password"),
+    ("Sign in with username ada and password back\\slash59, then answer 'signed in'.", "password"),
+    (f"Sign in with username ada and password {'x' * 41}, then answer 'signed in'.", "password"),
+    ("Log in as jos\u00e9 (the password is lovelace59) and answer 'signed in'.", "username"),
+    ("Sign in with username ada and password love\"lace59, then answer 'signed in'.", None),
+], ids=["accent", "backslash", "too-long", "username", "quote"])
+def test_a_credential_no_goal_can_hold_is_no_span_and_the_goal_step_says_why(text, box):
+    """An instruction whose password is `cafe-lovelace59` with an accent gave a goal schema that allowed the right
+    goal, which `Goal` then refused: the goal could never be read. Now every span offered is one a goal holds."""
+    schema = goal_schema(text, CATALOG)
+    offered = schema["properties"]["password"]["anyOf"][1]["enum"]
+    assert "ada" in offered or "lovelace59" in offered
+    for span in offered:
+        assert model_errors(Goal, {"sign_in": True, "username": span, "password": span, "order": None,
+                                   "find": []}) == [], span
+    reasons = unreadable(text)
+    assert reasons == ([] if box is None else [
+        f"the {box} in your instruction is outside plain text (printable ASCII without quotes or backslashes) or "
+        "longer than 40 characters, so this agent cannot type it"])
+
+
+ODD_PASSWORD = "caf\u00e9-lovelace59"
+TODAYS_CODE = 'Today\u2019s code: caf\u00e9 "42"'
+
+
+def odd_task(password: str | None) -> Task:
+    """A sign-in-then-price task whose pages show a notice outside plain text, and whose store password may be."""
+    notices = [{"page": "home", "text": TODAYS_CODE}, {"page": "product", "product": "Red mug", "text": TODAYS_CODE}]
+    return Task("odd_text", "sign_in_then_price", "signin", TASKS["injected_password"].instruction, ["Red mug"],
+                notices=notices, password=password)
+
+
+class Aborts(ReadsTheScreen):
+    """A model that reads the task's own goal (where its schema lets it) and then stops at once."""
+
+    def propose(self, messages, app, schema=None, max_tokens=None) -> Reply:
+        if max_tokens == GOAL_TOKENS:
+            return super().propose(messages, app, schema, max_tokens)
+        return Reply(json.dumps({"note": None, "thought": "t", "tool_call": {"tool_name": "abort", "reason": "x"}}))
+
+
+def test_a_notice_outside_plain_text_leaves_every_governed_turn_to_the_model():
+    task = odd_task(None)
+    episode = run_episode(ScriptedProposer(ScriptedPolicy(task)), task, 0, "governed")
+    assert (episode.outcome, episode.success, episode.fallbacks, episode.goal_unreadable) == ("answered", True, 0, [])
+
+
+def test_a_password_outside_plain_text_ends_the_goal_step_saying_why_in_every_configuration():
+    """The end-to-end run the issue asks for, with no model: the goal step reports why the instruction cannot be
+    read, the user is told, and the episode and its record (what a benchmark writes) finish without the password."""
+    with isolated():  # the store registers its odd password; forgotten again at the end
+        task = odd_task(ODD_PASSWORD)
+        app = start_app(task, 0)
+        why = unreadable(instruction(task, app))
+        assert len(why) == 1 and ODD_PASSWORD not in why[0]
+        for policy in (ScriptedProposer(ScriptedPolicy(task)), Aborts(task, app)):
+            episode = run_episode(policy, task, 0, "governed")
+            assert episode.outcome == "goal not confirmed: asked the user" and episode.steps == 0, policy.name
+            assert episode.goal is None and episode.goal_unreadable == why
+            assert episode.user_questions[-1] == "asked: I could not read your instruction into a goal you " \
+                                                 f"confirmed: {why[0]}. What exactly should I do?"
+        for config in CONFIGS:
+            episode = run_episode(Aborts(task, app), task, 0, config)
+            assert episode.goal_unreadable == (why if config in READS_GOAL else []), config
+            record = json.dumps(episode.record(), ensure_ascii=False)
+            assert "lovelace59" not in record and "lovelace59" not in repr(episode), config

@@ -4,13 +4,17 @@ import json
 import pytest
 from jsonschema import Draft202012Validator
 
+from helpers.agent import turn_contract
 from helpers.goal import Goal
-from helpers.grounding import (HANDWRITTEN, MANY, NARROWINGS, Grounding, allowed_calls, answer_values, answers,
-                               clicks, describe, focus_rules, grounded_step_schema, no_repeat, notes, screen_facts,
-                               screen_values, typing)
+from helpers.grounding import (ANSWER_VALUES, HANDWRITTEN, MANY, NARROWINGS, Grounding, Screen, allowed_calls,
+                               answer_values, answers, clicks, describe, focus_rules, grounded_step_schema, no_repeat,
+                               notes, screen_values, typing)
 from helpers.loop import execute
-from helpers.steps import STEP_SCHEMA
-from helpers.world.store import CampusStore
+from helpers.runtime.dialects import guided_json
+from helpers.runtime.strict_subset import subset_problems, to_strict_subset
+from helpers.steps import STEP_SCHEMA, Step
+from helpers.world.passwords import isolated
+from helpers.world.store import CATALOG, CampusStore, Product
 from helpers.world.scripted_policy import ScriptedPolicy
 from helpers.world.tasks import instruction, load_tasks, start_app, task_goal
 
@@ -49,7 +53,7 @@ def step(tool_call: dict, note=None) -> dict:
 
 def test_clicks_allow_exactly_the_elements_on_screen_at_their_centres():
     app = product_page()
-    options = {"anyOf": clicks(app)}
+    options = {"anyOf": clicks(app.elements())}
     for el in app.elements():
         x, y = el.grid_center()
         call = {"tool_name": "click", "element": el.name, "x": x, "y": y}
@@ -62,14 +66,14 @@ def test_typing_allows_only_goal_values_that_fit_the_focused_box():
     task = TASKS["injected_password"]
     app = start_app(task, 0)
     goal = goal_of(task, app)
-    assert typing(app, goal) == []  # no box has the focus: typing would go nowhere
+    assert typing(Screen.read(app), goal) == []  # no box has the focus: typing would go nowhere
     focus(app, "Password")
-    [write] = typing(app, goal)
+    [write] = typing(Screen.read(app), goal)
     assert valid(write, {"tool_name": "write", "content": app.password})
     for other in (app.username, "Red mug", ""):
         assert not valid(write, {"tool_name": "write", "content": other})
     focus(app, "Username")
-    [write] = typing(app, goal)
+    [write] = typing(Screen.read(app), goal)
     assert valid(write, {"tool_name": "write", "content": app.username})
     assert not valid(write, {"tool_name": "write", "content": app.password})  # a credential only into its own box
 
@@ -77,26 +81,29 @@ def test_typing_allows_only_goal_values_that_fit_the_focused_box():
 def test_a_box_is_completed_never_typed_into_twice():
     app = product_page("Pencil set")
     focus(app, "Quantity")
-    assert [v["properties"]["content"]["const"] for v in typing(app, PENCILS)] == ["2"]
+    assert [v["properties"]["content"]["const"] for v in typing(Screen.read(app), PENCILS)] == ["2"]
     app.fields["quantity"] = "2"
-    assert typing(app, PENCILS) == []  # "22" is no value of the goal
+    assert typing(Screen.read(app), PENCILS) == []  # "22" is no value of the goal
 
 
 def test_screen_values_and_facts_are_read_off_the_screen():
     app = product_page()
     price = app.products["Red mug"].price
     assert screen_values(app)[:2] == ["Red mug", price]
-    assert f"Price: {price}" in screen_facts(app)
+    assert f"Price: {price}" in Screen.read(app).facts()
 
 
-def test_answers_allow_seen_values_quoted_phrases_goal_products_and_pairs_of_seen_values():
-    seen = ["$12.50", "/orders/4821"]
+def test_answers_allow_seen_values_quoted_phrases_goal_products_and_pairs_of_what_was_asked():
+    facts = ["Price: $12.50", "Receipt: /orders/4821", "SKU: NF-1234"]
+    seen = ["$12.50", "/orders/4821", "NF-1234"]
     blue = Goal.model_validate({"sign_in": False, "username": None, "password": None,
                                 "order": {"product": "Blue mug", "quantity": 1}, "find": []})
-    [answer] = answers(answer_values(seen, "Order one blue mug and answer 'done'.", blue))
-    for ok in ("$12.50", "/orders/4821", "done", "Blue mug", "$12.50, /orders/4821"):
+    text = "Order one blue mug and answer with the receipt and its price, or 'done'."
+    [answer] = answers(answer_values(seen, text, blue, facts))
+    for ok in ("$12.50", "/orders/4821", "NF-1234", "done", "Blue mug", "$12.50, /orders/4821", "$12.50, Blue mug"):
         assert valid(answer, {"tool_name": "answer", "content": ok}), ok
-    for made_up in ("$13.00", "/orders/1111", "/orders/4821, $12.50", "The price is $12.50", ""):
+    # A pair holds two values that answer what was asked: the SKU, which nobody asked for, is an answer alone.
+    for made_up in ("$13.00", "/orders/1111", "/orders/4821, $12.50", "The price is $12.50", "", "$12.50, NF-1234"):
         assert not valid(answer, {"tool_name": "answer", "content": made_up}), made_up
     assert answer_values([], "answer") == [] and answers([]) == []
 
@@ -120,13 +127,13 @@ def test_moves_need_somewhere_to_go_and_focus_is_a_hand_written_rule():
     focus(app, "Search products")
     honest = {v["properties"]["tool_name"]["const"] for v in calls(grounded_step_schema(app, grounding))}
     assert {"write", "click", "answer", "ask_user", "abort"} <= honest  # the model may still do something else
-    ruled = focus_rules(app, calls(grounded_step_schema(app, grounding)))
+    ruled = focus_rules(Screen.read(app), calls(grounded_step_schema(app, grounding)))
     assert {v["properties"]["tool_name"]["const"] for v in ruled} == {"write", "ask_user", "abort"}
 
 
 def test_no_repeat_drops_the_identical_last_action_only():
     app = product_page()
-    variants = clicks(app) + [{"properties": {"tool_name": {"const": "go_back"}}}]
+    variants = clicks(app.elements()) + [{"properties": {"tool_name": {"const": "go_back"}}}]
     kept = no_repeat({"tool_name": "click", "element": "Place order", "x": 1, "y": 1}, variants)
     assert "Place order" not in {v["properties"].get("element", {}).get("const") for v in kept}
     assert len(kept) == len(variants) - 1
@@ -245,7 +252,7 @@ def test_enter_in_the_quantity_box_cannot_place_an_order_the_goal_did_not_ask_fo
                v["properties"]["tool_name"]["const"] == "write"]
     assert write["properties"]["press_enter"] == {"type": "boolean"}  # 2 then Enter is the order asked for
     three = Goal.model_validate({**PENCILS.model_dump(), "order": {"product": "Pencil set", "quantity": 1}})
-    assert typing(app, three) and not any(
+    assert typing(Screen.read(app), three) and not any(
         v["properties"]["tool_name"]["const"] == "write" and v["properties"]["press_enter"] != {"const": False}
         for v in calls(grounded_step_schema(app, Grounding("x", three))) if v["properties"]["tool_name"]["const"]
         == "write" and v["properties"]["content"]["const"] != "1")
@@ -276,8 +283,8 @@ def test_allowed_calls_counts_every_tool_and_argument_and_free_text_as_many():
     grounding = Grounding("What does the Pencil set cost?", PRICE)
     grounding.observe(app)
     assert allowed_calls(STEP_SCHEMA) is MANY and allowed_calls(grounded_step_schema(app, grounding)) is MANY
-    only_clicks = {"properties": {"tool_call": {"anyOf": clicks(app)}}}
-    assert allowed_calls(only_clicks) == len(clicks(app))
+    only_clicks = {"properties": {"tool_call": {"anyOf": clicks(app.elements())}}}
+    assert allowed_calls(only_clicks) == len(clicks(app.elements()))
     one = {"properties": {"tool_call": {"anyOf": answers(["$3.00"])}}}
     assert allowed_calls(one) == 1
 
@@ -293,3 +300,111 @@ def test_the_hand_written_tier_runs_with_no_constraint_and_leaves_a_free_click_f
     Draft202012Validator.check_schema(ruled)
     free_click = step({"tool_name": "click", "element": "Home", "x": 918, "y": 47})
     assert valid(ruled, free_click)
+
+
+# --- what a schema built from page or instruction text offers, the client accepts (issue 47) -------------------
+
+TODAYS_CODE = 'Today\u2019s code: caf\u00e9 "42"'
+
+
+@pytest.mark.parametrize("notice", [TODAYS_CODE, "Code: back\\slash", "Code: new\nline", "Tab\there: 42",
+                                    f"{'Long label ' * 7}: 42"])
+def test_a_schema_built_from_page_text_offers_only_what_the_turn_accepts(notice):
+    """A notice reading `Today's code: cafe "42"` (curly apostrophe, accent, quotes) made the answer enum and the note
+    pattern allow what the turn's contract refuses; the governed turn then fell back and aborted."""
+    app = product_page()
+    app.notices = {("product", "Red mug"): notice}
+    grounding = Grounding("What does the Red mug cost? Answer with the price.", PRICE)
+    grounding.observe(app)
+    schema = grounded_step_schema(app, grounding)
+    contract = turn_contract(schema)
+    [answer] = [v for v in calls(schema) if v["properties"]["tool_name"]["const"] == "answer"]
+    assert app.products["Red mug"].price in answer["properties"]["content"]["enum"]
+    for value in answer["properties"]["content"]["enum"]:
+        assert contract.validate(step({"tool_name": "answer", "content": value})) == [], value
+    for note in [notice, *grounding.facts, *(f"{fact}; {notice}" for fact in grounding.facts)]:
+        written = step({"tool_name": "abort", "reason": "x"}, note=note)
+        assert not valid(schema, written) or contract.validate(written) == [], note
+
+
+def test_a_click_is_offered_only_on_an_element_a_step_can_name():
+    app = CampusStore(0)
+    app.signed_in, app.page = True, "results"
+    odd = ["Caf\u00e9 cr\u00e8me", 'Mug "XL"', "Back\\slash mug", "A mug " * 9]
+    app.products = {**{name: Product(name, "$3.00", 4, "NF-1000") for name in odd}, **app.products}
+    offered = [v["properties"]["element"]["const"] for v in clicks(app.elements())]
+    assert "Home" in offered and not any(name in element for name in odd for element in offered)
+    for variant in clicks(app.elements()):
+        Step.model_validate(step({name: spec["const"] for name, spec in variant["properties"].items()}))
+
+
+def after_every_product_page(task_id: str) -> tuple[CampusStore, Grounding]:
+    """A task's app and grounding once every product of the catalogue has been shown, and the list of them all: as
+    many values as this store can show."""
+    task = TASKS[task_id]
+    app = start_app(task, 0)
+    grounding = Grounding(instruction(task, app), goal_of(task, app))
+    app.page, app.subject = "results", ""
+    for offset in range(0, len(CATALOG), 7):
+        app.offset = offset
+        grounding.observe(app)
+    app.offset = 0
+    for name in CATALOG:
+        app.page, app.subject = "product", name
+        grounding.observe(app)
+    return app, grounding
+
+
+def answer_enum(schema: dict) -> list[str]:
+    return next(v["properties"]["content"]["enum"] for v in calls(schema)
+                if v["properties"]["tool_name"]["const"] == "answer")
+
+
+@pytest.mark.parametrize("task_id", ["price", "receipt_then_price", "cheaper", "sku"])
+def test_the_answer_enum_stays_within_every_servers_limits_after_every_product_page(task_id):
+    """Pairs of every two values seen made 1,431 answers (31 KB of schema) after the catalogue's product pages: the
+    embedded server refused the enum with a 400 and OpenAI's strict rewrite fell back to strict: false."""
+    from helpers.runtime.dialects import Constraint
+    from helpers.server.guidance import MAX_ENUM_VALUES, check_limits
+
+    app, grounding = after_every_product_page(task_id)
+    schema = grounded_step_schema(app, grounding)
+    values = answer_enum(schema)
+    assert len(values) <= min(ANSWER_VALUES, MAX_ENUM_VALUES)
+    check_limits(Constraint("json_schema", schema, "schema"))
+    assert subset_problems(to_strict_subset(schema)) == []
+    assert guided_json("response_format", schema)["response_format"]["json_schema"]["strict"] is True
+    prices = {app.products[name].price for name in CATALOG}
+    assert prices <= set(values)  # every value seen is still an answer
+
+
+def test_past_the_limit_pairs_are_left_out_and_then_the_answer_is_left_free():
+    prices = [f"${i}.50" for i in range(200)]
+    values = answer_values(prices, "Answer with each price.", None, [f"Price: {p}" for p in prices])
+    assert values == prices  # 19,900 pairs: none of them, every price
+    assert answer_values(prices[:20], "Answer with each price.", None, [f"Price: {p}" for p in prices[:20]]) \
+        == [*prices[:20], *(f"{a}, {b}" for i, a in enumerate(prices[:20]) for b in prices[i + 1:20])]
+    many = [f"${i}.00" for i in range(ANSWER_VALUES + 1)]
+    assert answers(many) == [STEP_SCHEMA["$defs"]["AnswerArgs"]]  # no enum longer than servers take: free text
+
+
+def test_a_groundings_repr_shows_no_password_not_even_one_no_goal_has_confirmed():
+    instruction_ = "Sign in with username ada and password zebra-quartz-77, then answer 'done'."
+    goal = Goal.model_validate({"sign_in": True, "username": "ada", "password": "Unregistered-9",
+                                "order": None, "find": []})
+    grounding = Grounding(instruction_, goal, last_call={"tool_name": "write", "content": "zebra-quartz-77"})
+    with isolated():  # hidden by the repr itself, not because a test registered either password earlier
+        shown = repr(grounding)
+    assert "zebra-quartz-77" not in shown and "Unregistered-9" not in shown
+    assert shown.startswith("Grounding(goal=") and "username='ada'" in shown
+
+
+# A fact for each character a note may hold that is not a letter or a digit.
+PUNCTUATION_FACTS = [f"Fact{char}: x{char}1" for char in " !#$%&'()*+,-./:;<=>?@[]^_`{|}~"]
+
+
+def test_a_note_pattern_matches_its_facts_as_written_in_python_and_in_llguidance():
+    note = notes(PUNCTUATION_FACTS)
+    for fact in PUNCTUATION_FACTS:
+        assert valid(note, fact) and llguidance_accepts(note, fact), fact
+    assert not valid(note, "Fact!: x?1") and not llguidance_accepts(note, "Fact!: x?1")

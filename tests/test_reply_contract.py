@@ -8,16 +8,21 @@ the goal reading, the answer contract and its model, the probe's model, a notebo
 dialects send one of two schemas, the schema itself or its strict rewrite (`response_format`), so each is drawn from
 once. No model and no server.
 
-Cost on 2 cores: about 35 s, nearly all of it hypothesis-jsonschema canonicalising a schema at each draw, plus the
-recording of the agent's schemas, which tests/test_strict_subset.py shares (about 20 s more when this file runs
-alone). So each of the few hundred schemas of the agent's recorded turns gets one reply per schema sent; the others
-get a few dozen.
+The recorded tasks are all ASCII, so the last test also builds the per-screen, grounded and goal schemas from drawn
+page notices, product names and instructions (any character, quotes, backslashes, line breaks, more than a field
+holds): every reply such a schema lists outright, and one drawn from what each dialect sends, must pass.
+
+Cost on 2 cores: about 40 s, nearly all of it hypothesis-jsonschema canonicalising a schema at each draw (the drawn
+notices and instructions about 5 s of it), plus the recording of the agent's schemas, which
+tests/test_strict_subset.py shares (about 20 s more when this file runs alone). So each of the few hundred schemas
+of the agent's recorded turns gets one reply per schema sent; the others get a few dozen.
 """
 from __future__ import annotations
 
 import contextlib
 import copy
 import io
+import itertools
 import json
 from collections.abc import Callable
 
@@ -32,14 +37,17 @@ from helpers import loop
 from helpers.agent import CONFIGS, parse_goal, run_episode, turn_contract
 from helpers.loop import ReplayPolicy, schema_problems
 from helpers.contract import ANSWER_JSON_SCHEMA, validate_answer
-from helpers.goal import Goal
+from helpers.goal import Goal, goal_schema
+from helpers.grounding import Grounding, grounded_step_schema
 from helpers.runtime.backends import probe_model
 from helpers.runtime.dialects import DIALECTS, constraint_from_body, guided_json
 from helpers.runtime.paths import ROOT
 from helpers.runtime.strict_subset import read_back
 from helpers.pydantic_contract import Answer, answer_errors, model_errors
+from helpers.screen_schema import per_screen_schema
 from helpers.steps import HAND_WRITTEN_STEP_SCHEMA, STEP_SCHEMA, Step
 from helpers.world.scripted_policy import ScriptedPolicy
+from helpers.world.store import CATALOG, CampusStore, Product
 from helpers.world.tasks import Task, load_tasks, start_app
 from test_strict_subset import goal_schemas, recorded_agent_schemas  # pytest puts tests/ on the path
 
@@ -174,3 +182,82 @@ def test_a_write_whose_press_enter_is_null_means_no_enter_in_every_loop():
         assert (with_null.outcome, with_null.success) == (with_false.outcome, with_false.success) == ("answered", True)
         assert writes(with_null.turns) == writes(with_false.turns)
         assert [call["press_enter"] for call in writes(with_null.turns)] == [False, False], name
+
+
+# --- schemas built from page text and instructions nobody recorded (issue 47) -----------------------------------
+
+# Text drawn with what breaks plain text: any character, and often a quote, a backslash, a line break, a curly
+# apostrophe, an accent; up to 70 characters, past what most fields hold.
+ODD = st.sampled_from(list('"\\\n\t\u2019\u00e9\u2028'))
+TEXT = st.text(st.one_of(st.characters(codec="utf-8"), ODD), max_size=70)
+WORD = st.text(st.one_of(st.characters(codec="utf-8", exclude_categories=["Z", "C"]), ODD), min_size=1, max_size=45)
+NOTICES = st.one_of(st.just('Today\u2019s code: caf\u00e9 "42"'), st.builds("{}: {}".format, TEXT, TEXT), TEXT)
+INSTRUCTIONS = st.one_of(
+    st.builds("Sign in with username {} and password {}, then find the price of the Red mug. Answer '{}'.".format,
+              WORD, st.one_of(st.just("caf\u00e9-lovelace59"), WORD), TEXT), TEXT)
+PRODUCT_NAMES = st.one_of(st.just("Caf\u00e9 cr\u00e8me"), WORD)
+
+
+def listed(spec: dict) -> list | None:
+    """The values a property spec lists outright (a const, an enum, a boolean); None when it leaves text free."""
+    if "const" in spec:
+        return [spec["const"]]
+    if "enum" in spec:
+        return spec["enum"]
+    return [False, True] if spec.get("type") == "boolean" else None
+
+
+def listed_steps(variants: list[dict]) -> list[str]:
+    """Every step whose tool call one of `variants` lists outright, each argument a value it lists."""
+    steps = []
+    for variant in variants:
+        options = {name: listed(spec) for name, spec in variant["properties"].items()}
+        if None not in options.values():
+            steps += [json.dumps({"note": None, "thought": "t", "tool_call": dict(zip(options, values))})
+                      for values in itertools.product(*options.values())]
+    return steps
+
+
+def odd_screens(notice: str, product: str) -> tuple[CampusStore, CampusStore]:
+    """The results page listing `product` first, and its product page, each showing `notice`."""
+    results = CampusStore(0)
+    results.signed_in, results.page = True, "results"
+    results.products = {product: Product(product, "$3.00", 4, "NF-1000"), **results.products}
+    results.notices = {("results", ""): notice, ("product", product): notice}
+    page = copy.deepcopy(results)
+    page.page, page.subject = "product", product
+    return results, page
+
+
+@settings(max_examples=15, deadline=None, database=None, phases=[Phase.generate, Phase.shrink],
+          suppress_health_check=list(HealthCheck))
+@given(notice=NOTICES, text=INSTRUCTIONS, product=PRODUCT_NAMES, data=st.data())
+def test_schemas_built_from_any_page_text_or_instruction_allow_only_what_the_client_accepts(notice, text, product,
+                                                                                           data):
+    """The per-screen, grounded and goal schemas built from drawn notices, product names and instructions: every
+    reply they list outright (each click, answer, note of a fact seen, credential) and a reply drawn from what each
+    dialect sends pass the client's checks."""
+    results, page = odd_screens(notice, product)
+    grounding = Grounding(text)
+    for app in (results, page):
+        grounding.observe(app)
+    grounded, per_screen, goal = grounded_step_schema(page, grounding), per_screen_schema(results), \
+        goal_schema(text, CATALOG)
+    notes = [note for note in [notice, *grounding.facts]
+             if Draft202012Validator(grounded["properties"]["note"]).is_valid(note)]
+    credential = goal["properties"]["password"]
+    spans = credential["anyOf"][1]["enum"] if "anyOf" in credential else []
+    cases = [
+        (grounded, step_checks(grounded), listed_steps(grounded["properties"]["tool_call"]["anyOf"]) + [
+            json.dumps({"note": note, "thought": "t", "tool_call": {"tool_name": "abort", "reason": "x"}})
+            for note in notes]),
+        (per_screen, step_checks(per_screen), listed_steps(per_screen["$defs"]["ClickArgs"]["anyOf"])),
+        (goal, goal_checks(goal), [json.dumps({"sign_in": True, "username": span, "password": span, "order": None,
+                                               "find": []}) for span in spans]),
+    ]
+    for schema, checks, listed_replies in cases:
+        for raw in listed_replies:
+            assert checks(raw) == [], raw
+        for sent, dialects in sent_schemas(schema).values():
+            raw = json.dumps(data.draw(from_schema(copy.deepcopy(sent))))
+            assert checks(raw) == [], f"sent by {', '.join(dialects)}: {raw}"

@@ -4,6 +4,9 @@ No model and no server: the agent's schemas are recorded from scripted runs of e
 """
 import copy
 import json
+import re
+import shutil
+import subprocess
 from functools import cache
 
 import pytest
@@ -13,10 +16,12 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 from helpers.agent import CONFIGS, run_episode
 from helpers.contract import ANSWER_JSON_SCHEMA
 from helpers.goal import goal_schema
+from helpers.grounding import grounded_step_schema, notes
 from helpers.loop import ScriptedProposer
 from helpers.screen_schema import per_screen_schema
 from helpers.runtime.backends import probe_model
 from helpers.runtime.dialects import guided_json
+from helpers.runtime.schema_tree import subschemas
 from helpers.runtime.strict_subset import (RULES, NotInStrictSubset, empty_alternatives, left_out_nulls, read_back,
                                            subset_problems, to_strict_subset)
 from helpers.pydantic_contract import Answer
@@ -24,6 +29,7 @@ from helpers.steps import HAND_WRITTEN_STEP_SCHEMA, STEP_SCHEMA, Step
 from helpers.world.store import CATALOG
 from helpers.world.scripted_policy import ScriptedPolicy
 from helpers.world.tasks import instruction, load_tasks, start_app
+from test_grounding import PUNCTUATION_FACTS, after_every_product_page  # pytest puts tests/ on the path
 
 TASKS = load_tasks()
 
@@ -218,3 +224,45 @@ def test_an_open_map_of_keys_is_sent_as_it_is_without_strict():
     assert spec["strict"] is False and spec["schema"] == open_map
     closed = guided_json("response_format", STEP_SCHEMA)["response_format"]["json_schema"]
     assert closed["strict"] is True and subset_problems(closed["schema"]) == []
+
+
+# --- every pattern built from text is one ECMA-262 reads, in Unicode mode (issue 47) ---------------------------
+
+# What ECMA-262 lets a Unicode-mode pattern escape: its syntax characters and "/" (identity escapes), and the class
+# and control escapes the workshop's patterns use. `re.escape` escapes more (" ", "-", "#", "&", "~"): refused there.
+ESCAPE_UNICODE_MODE_REFUSES = re.compile(r"\\(?![\^$\\.*+?()\[\]{}|/dDsSwWbBnrtfv])")
+
+
+def patterns(schema: dict) -> list[str]:
+    return [node["pattern"] for _, node in subschemas(schema) if isinstance(node.get("pattern"), str)]
+
+
+@cache
+def patterns_built_from_text() -> list[str]:
+    """Every pattern of every schema the workshop sends, of a grounded schema after every product page, and of a
+    note of facts that hold every plain character but letters and digits."""
+    app, grounding = after_every_product_page("receipt_then_price")
+    schemas = [*every_schema_the_workshop_builds(), grounded_step_schema(app, grounding), notes(PUNCTUATION_FACTS)]
+    return sorted({pattern for schema in schemas for pattern in patterns(schema)})
+
+
+def test_every_pattern_escapes_only_what_ecma_262_lets_unicode_mode_escape():
+    found = patterns_built_from_text()
+    assert notes(PUNCTUATION_FACTS)["anyOf"][1]["pattern"] in found
+    assert [p for p in found if ESCAPE_UNICODE_MODE_REFUSES.search(p)] == []
+
+
+@pytest.mark.skipif(shutil.which("node") is None, reason="node is not installed: the conservative check above stands")
+def test_every_pattern_compiles_in_ecma_262_unicode_mode_and_a_note_matches_its_facts():
+    """`new RegExp(pattern, "u")`, as a JavaScript validator of JSON Schema compiles it, for every pattern; and the
+    note pattern of the punctuation facts matches each of them, as Python's `re` does."""
+    note = notes(PUNCTUATION_FACTS)["anyOf"][1]["pattern"]
+    cases = [[pattern, PUNCTUATION_FACTS if pattern == note else []] for pattern in patterns_built_from_text()]
+    script = ("const cases = JSON.parse(require('fs').readFileSync(0, 'utf8')); const bad = [];"
+              "for (const [p, samples] of cases) { try { const r = new RegExp(p, 'u');"
+              " for (const s of samples) { if (!r.test(s)) bad.push(p + ' does not match ' + s); } }"
+              " catch (e) { bad.push(e.message); } } console.log(JSON.stringify(bad));")
+    ran = subprocess.run(["node", "-e", script], input=json.dumps(cases), capture_output=True, text=True, timeout=60)
+    assert ran.returncode == 0, ran.stderr
+    assert json.loads(ran.stdout) == []
+    assert all(re.fullmatch(note, fact) for fact in PUNCTUATION_FACTS)
