@@ -49,7 +49,7 @@ from helpers.pydantic_contract import model_errors
 from helpers.screen_schema import per_screen_schema
 from helpers.steps import STEP_SCHEMA, STEP_TOKENS, Step
 from helpers.world.effects import Ledger
-from helpers.world.passwords import conceal, concealing, register
+from helpers.runtime.concealer import conceal, concealing, register
 from helpers.world.store import CATALOG, CampusStore
 from helpers.world.tasks import Task, instruction, start_app, succeeded, task_goal, wanted
 from helpers.world.users import SimulatedUser

@@ -23,7 +23,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from helpers.contract import PLAIN_TEXT, fits
 from helpers.instruction import FROM_INSTRUCTION, credentials, numbers, quoted
 from helpers.world.effects import Effect
-from helpers.world.passwords import concealing
+from helpers.runtime.concealer import concealing
 
 Fact = Literal["price", "stock", "SKU", "receipt URL"]
 MAX_QUANTITY = 10

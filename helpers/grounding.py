@@ -39,7 +39,7 @@ from helpers.runtime.schema_tree import resolve
 from helpers.runtime.strict_subset import BIG_ENUM
 from helpers.screen_schema import clicks, closed_call
 from helpers.steps import NOTE_MAX_LENGTH, STEP_SCHEMA, TOOL_MODELS
-from helpers.world.passwords import conceal, concealing
+from helpers.runtime.concealer import conceal, concealing
 from helpers.world.store import CampusStore, Element
 
 NARROWINGS = ("clicks", "typing", "answers", "notes", "moves", "named_effects")

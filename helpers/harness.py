@@ -35,7 +35,7 @@ from helpers.loop import execute, tool_output_message
 from helpers.pydantic_contract import model_errors
 from helpers.steps import TOOL_MODELS, IntentKind, Step
 from helpers.world.effects import Effect, Ledger
-from helpers.world.passwords import conceal, concealing
+from helpers.runtime.concealer import conceal, concealing
 from helpers.world.store import CampusStore
 
 # The keys of a step; the answer contract (which has a `status`) has its keys checked by the ladder.

@@ -19,7 +19,7 @@ import re
 from dataclasses import dataclass
 
 from helpers.world.effects import Effect
-from helpers.world.passwords import conceal
+from helpers.runtime.concealer import conceal
 
 QUOTED = re.compile(r"(?<![\w])'([^']+)'(?![\w])|\"([^\"]+)\"")
 NUMBER = re.compile(r"(?<![\w.$])\d+(?![\w.])")

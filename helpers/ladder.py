@@ -19,7 +19,7 @@ from helpers.runtime.replies import Reply
 from helpers.runtime.strict_subset import left_out_nulls
 from helpers.pydantic_contract import model_errors
 from helpers.steps import STEP_SCHEMA, Step
-from helpers.world.passwords import concealing
+from helpers.runtime.concealer import concealing
 
 EMPTY_REPLY = "empty_model_response"
 INVALID_AFTER_REPAIR = "valid_json"

@@ -26,7 +26,7 @@ from pydantic import ValidationError
 from helpers.runtime.replies import Reply
 from helpers.runtime.strict_subset import read_back
 from helpers.steps import STEP_SCHEMA, STEP_TOKENS, Step, dispatch, render_tool_list
-from helpers.world.passwords import concealing
+from helpers.runtime.concealer import concealing
 from helpers.world.store import CampusStore
 from helpers.world.tasks import Task, instruction, start_app, succeeded
 

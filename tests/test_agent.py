@@ -14,7 +14,7 @@ from helpers.loop import ModelPolicy, ScriptedProposer, execute
 from helpers.loop import run_trajectory
 from helpers.runtime.replies import Reply
 from helpers.world.effects import Ledger
-from helpers.world.passwords import CONCEALED
+from helpers.runtime.concealer import CONCEALED
 from helpers.world.store import CampusStore
 from helpers.world.scripted_policy import ScriptedPolicy
 from helpers.world.tasks import load_tasks, start_app, task_goal

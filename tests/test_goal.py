@@ -18,7 +18,7 @@ from helpers.loop import ModelPolicy, ScriptedProposer, execute, observation_mes
 from helpers.pydantic_contract import model_errors
 from helpers.runtime.replies import Reply
 from helpers.world.effects import Effect
-from helpers.world.passwords import isolated
+from helpers.runtime.concealer import isolated
 from helpers.world.store import CATALOG
 from helpers.world.scripted_policy import ScriptedPolicy
 from helpers.world.tasks import Task, instruction, load_tasks, start_app, task_goal

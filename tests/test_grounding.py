@@ -13,7 +13,7 @@ from helpers.loop import execute
 from helpers.runtime.dialects import guided_json
 from helpers.runtime.strict_subset import subset_problems, to_strict_subset
 from helpers.steps import STEP_SCHEMA, Step
-from helpers.world.passwords import isolated
+from helpers.runtime.concealer import isolated
 from helpers.world.store import CATALOG, CampusStore, Product
 from helpers.world.scripted_policy import ScriptedPolicy
 from helpers.world.tasks import instruction, load_tasks, start_app, task_goal

@@ -155,11 +155,11 @@ def test_the_floor_check_sees_a_breach():
     """The check itself: a lesson import inside a function, and the runtime reaching for the server, are caught;
     the contracts are not."""
     tree = ast.parse("from helpers.steps import Step\ndef f():\n    from helpers.loop import execute\n"
-                     "    from helpers.server.engine import Engine\n    from helpers.world.passwords import conceal\n")
+                     "    from helpers.server.engine import Engine\n    from helpers.world.store import CampusStore\n")
     assert floor_breaches("helpers.world.store", tree) == ["helpers.loop"]
     assert floor_breaches("helpers.runtime.backends", tree) == ["helpers.loop", "helpers.server.engine",
-                                                                "helpers.world.passwords"]
-    assert floor_breaches("helpers.server.app", tree) == ["helpers.loop", "helpers.steps", "helpers.world.passwords"]
+                                                                "helpers.world.store"]
+    assert floor_breaches("helpers.server.app", tree) == ["helpers.loop", "helpers.steps", "helpers.world.store"]
 
 
 # Above the lessons: the exercises' checks and the benchmarks measure what the lessons build; nothing below imports

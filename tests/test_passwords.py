@@ -13,7 +13,7 @@ from helpers.instruction import Instruction
 from helpers.loop import ScriptedProposer
 from helpers.loop import run_trajectory
 from helpers.widgets.step_through import frames_from_turns, steps_html
-from helpers.world.passwords import CONCEALED, conceal, isolated, register
+from helpers.runtime.concealer import CONCEALED, conceal, isolated, register
 from helpers.world.scripted_policy import ScriptedPolicy
 from helpers.world.tasks import injected_tasks, instruction, load_tasks, start_app
 from helpers.world.users import SimulatedUser

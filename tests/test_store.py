@@ -6,7 +6,7 @@ from dataclasses import replace
 import pytest
 from PIL import Image
 
-from helpers.world.passwords import CONCEALED, isolated
+from helpers.runtime.concealer import CONCEALED, isolated
 from helpers.world.store import HEIGHT, PASSWORD_SHOWN, WIDTH, CampusStore
 
 

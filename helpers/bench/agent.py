@@ -37,7 +37,7 @@ from helpers.harness import Tracer
 from helpers.loop import ModelPolicy, ReplayPolicy, ScriptedProposer
 from helpers.runtime.versions import software_versions
 from helpers.steps import STEP_TOKENS
-from helpers.world.passwords import conceal
+from helpers.runtime.concealer import conceal
 from helpers.world.obedient_policy import ObedientPolicy
 from helpers.world.scripted_policy import ScriptedPolicy
 from helpers.world.tasks import (INJECTED_FILE, STARTS, Task, at_start, injected_tasks, load_tasks, same_goal,

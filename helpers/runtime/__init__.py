@@ -4,6 +4,7 @@
 |---------------|-----------------------------------------------------------------------------------------|
 | `backends`    | the one place that chooses the model (embedded, NVIDIA, H Company, any OpenAI-compatible) |
 | `dialects`    | how each server spells guided JSON, and nothing else                                    |
+| `concealer`   | the passwords known to be secret, and the one concealer every record, repr and view uses |
 | `replies`     | what a model call returned (text, usage, timings), read one way everywhere, and usages summed |
 | `embedded`    | the embedded server's facts (model id, address), and starting, finding, stopping it     |
 | `strict_subset` | OpenAI's strict subset of JSON Schema: the checker, the rewrite into it, and reading a reply back |

@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from helpers.world.passwords import concealing
+from helpers.runtime.concealer import concealing
 
 
 @concealing

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any, Iterable
 
 from helpers.widgets.slider import slider_view
-from helpers.world.passwords import conceal
+from helpers.runtime.concealer import conceal
 
 NO_HARNESS = "no harness: a valid step runs at once"
 NO_LEDGER = "not recorded: no harness keeps a ledger in this loop"

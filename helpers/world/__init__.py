@@ -3,7 +3,6 @@
 | module            | holds                                                                              |
 |-------------------|------------------------------------------------------------------------------------|
 | `store`           | the Northfield Campus Store: pages drawn with Pillow, an accessibility tree, clicks  |
-| `passwords`       | the passwords the simulation knows, and the one concealer every record and view uses |
 | `effects`         | what an action would change, as the app says, and the ledger that keeps each once  |
 | `tasks`           | the tasks in data/tasks.json: start the app, check the outcome, what each task wants |
 | `users`           | the simulated user (labelled as one) and a real person at the keyboard             |

@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Literal
 
-from helpers.world.passwords import concealing
+from helpers.runtime.concealer import concealing
 
 Action = Literal["place_order", "type_text"]
 

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from PIL import Image, ImageDraw, ImageFont
 
 from helpers.world.effects import Effect
-from helpers.world.passwords import conceal, concealing, register
+from helpers.runtime.concealer import conceal, concealing, register
 
 WIDTH, HEIGHT = 800, 600
 ROW = 46

@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from helpers.world.effects import Effect
-from helpers.world.passwords import concealing
+from helpers.runtime.concealer import concealing
 from helpers.world.store import CampusStore
 from helpers.world.tasks import Task, instruction, same_goal, task_goal, wanted
 

@@ -1,7 +1,8 @@
-"""The passwords of the simulated world, and the one concealer every record, repr and view goes through.
+"""The passwords known to be secret, and the one concealer every record, repr and view goes through.
 
-The simulation knows which strings are secret: the store's account password (registered when an app gets it) and
-the password the user confirmed in a goal (notebook 06 registers it). Nothing here reads an instruction's wording:
+It sits in the runtime, below everything that shows text (a model's reply, the world's pages, the widgets), and
+knows only what it is told: the simulated store registers its account password when an app gets it, and notebook
+06 the password the user confirmed in a goal. Nothing here reads an instruction's wording:
 "passcode lovelace59", "pw lovelace59" and "the password of lovelace59" hide the same password, because the store
 knows it whatever the phrasing.
 
