@@ -340,7 +340,10 @@ def test_a_password_outside_plain_text_ends_the_goal_step_saying_why_in_every_co
             assert episode.goal is None and episode.goal_unreadable == why
             assert episode.user_questions[-1] == "asked: I could not read your instruction into a goal you " \
                                                  f"confirmed: {why[0]}. What exactly should I do?"
-        for config in CONFIGS:
+        for config in CONFIGS:  # the reference path runs to its end too, and stops saying why where it must type it
+            scripted = run_episode(ScriptedProposer(ScriptedPolicy(task)), task, 0, config)
+            assert scripted.outcome and not scripted.success, config
+            assert config != "bare" or scripted.turns[-1].step["tool_call"]["tool_name"] == "abort"
             episode = run_episode(Aborts(task, app), task, 0, config)
             assert episode.goal_unreadable == (why if config in READS_GOAL else []), config
             record = json.dumps(episode.record(), ensure_ascii=False)

@@ -7,7 +7,8 @@ and gives the upper bound in the results table.
 """
 from __future__ import annotations
 
-from helpers.steps import Step
+from helpers.contract import fits
+from helpers.steps import WRITE_MAX_LENGTH, Step
 from helpers.world.store import CampusStore, Element
 from helpers.world.tasks import Task
 
@@ -24,6 +25,10 @@ class ScriptedPolicy:
         note = self._remember(app, elements)
         goal = self._goal()
         thought, tool_call = self._act(goal, app, elements)
+        if tool_call["tool_name"] == "write" and not fits(tool_call["content"], WRITE_MAX_LENGTH):
+            # A value no step can carry (a password outside plain text): the reference path ends here, saying why.
+            thought, tool_call = "What I must type cannot be written in a step.", {
+                "tool_name": "abort", "reason": "a value to type is outside plain text, or too long for a step"}
         return Step.model_validate({"note": note, "thought": thought, "tool_call": tool_call})
 
     # --- memory ------------------------------------------------------------------------------------------

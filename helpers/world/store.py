@@ -229,8 +229,8 @@ class CampusStore:
         if el.role == "textbox":
             self.focused = el.target
             return f"focused the '{el.name}' field"
-        if el.role not in CLICKABLE:
-            return f"clicked the {el.role} '{el.name}': nothing happens"
+        if el.role not in CLICKABLE:  # a text may be a page's notice: one line, like the screen text writes it
+            return f"clicked the {el.role} {one_line(el.name)}: nothing happens"
         return self._activate(el.target)
 
     def write(self, content: str, press_enter: bool = False) -> str:
