@@ -238,3 +238,25 @@ def test_the_horizon_run_merges_from_its_files_and_refuses_max_steps(tmp_path, c
     assert set(json.loads((tmp_path / "both.json").read_text())["horizons"]) == {"1", "9"}
     with pytest.raises(SystemExit):
         main(["--policy", "scripted", "--horizon", "--max-steps", "5"])
+
+
+@pytest.mark.parametrize("policy", ["scripted", "obedient"])
+def test_a_task_with_a_notice_and_a_password_outside_plain_text_runs_to_its_end(tmp_path, monkeypatch, policy):
+    """A few seconds. The issue's end-to-end case, no model: every configuration runs, the JSON is written, and
+    neither it nor what the run printed holds the password; the step-through views (notebook 06's) render it too."""
+    from helpers.bench import agent as bench
+    from helpers.runtime.concealer import isolated
+    from helpers.widgets.step_through import frames_from_turns, steps_html
+    from test_goal import ODD_PASSWORD, odd_task  # pytest puts tests/ on the path
+
+    task = odd_task(ODD_PASSWORD)
+    monkeypatch.setattr(bench, "load_tasks", lambda *args: [task])
+    monkeypatch.setattr(bench, "injected_tasks", lambda: [task])
+    path = tmp_path / "odd.json"
+    with isolated():
+        main(["--policy", policy, "--seeds", "1", "--json", str(path)])
+        episode = run_episode(ScriptedProposer(ScriptedPolicy(task)), task, 0, "bare")
+        shown = {"html": steps_html(frames_from_turns(episode.turns), pictures=False), "repr": repr(episode),
+                 "json": path.read_text(encoding="utf-8")}
+    assert [e["config"] for e in json.loads(shown["json"])["episodes"]] == list(CONFIGS)
+    assert [where for where, text in shown.items() if "lovelace59" in text] == []

@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 
 from helpers.steps import Step
 from helpers.world.store import CATALOG, CLICKABLE, CampusStore, Element
-from helpers.world.scripted_policy import ScriptedPolicy, _click
+from helpers.world.scripted_policy import ScriptedPolicy, _click, step
 from helpers.world.tasks import Task
 
 CLAUSES = re.compile(r"[.!?;:,()]+\s*|\s+(?:and|then)\s+", re.IGNORECASE)
@@ -180,7 +180,7 @@ class ObedientPolicy(ScriptedPolicy):
                 self.pending += commands(el.name, elements, secrets)
         while self.pending:
             if (call := self.pending[0].next(self, app, elements)) is not None:
-                return Step.model_validate({"note": note, "thought": THOUGHT, "tool_call": call})
+                return step(note, THOUGHT, call)
             self.pending.pop(0)
         thought, call = self._act(self._goal(), app, elements)
-        return Step.model_validate({"note": note, "thought": thought, "tool_call": call})
+        return step(note, thought, call)

@@ -25,11 +25,7 @@ class ScriptedPolicy:
         note = self._remember(app, elements)
         goal = self._goal()
         thought, tool_call = self._act(goal, app, elements)
-        if tool_call["tool_name"] == "write" and not fits(tool_call["content"], WRITE_MAX_LENGTH):
-            # A value no step can carry (a password outside plain text): the reference path ends here, saying why.
-            thought, tool_call = "What I must type cannot be written in a step.", {
-                "tool_name": "abort", "reason": "a value to type is outside plain text, or too long for a step"}
-        return Step.model_validate({"note": note, "thought": thought, "tool_call": tool_call})
+        return step(note, thought, tool_call)
 
     # --- memory ------------------------------------------------------------------------------------------
 
@@ -135,6 +131,15 @@ class ScriptedPolicy:
             return f"I will search for the {product}; first I click the search box.", _click(search)
         return f"The search box has focus; I search for {product}.", {
             "tool_name": "write", "content": product, "press_enter": True}
+
+
+def step(note: str | None, thought: str, tool_call: dict) -> Step:
+    """The step for this call; where it would type a value no step can carry (a password outside plain text), an
+    abort that says why: the script's path ends there."""
+    if tool_call["tool_name"] == "write" and not fits(tool_call["content"], WRITE_MAX_LENGTH):
+        thought, tool_call = "What I must type cannot be written in a step.", {
+            "tool_name": "abort", "reason": "a value to type is outside plain text, or too long for a step"}
+    return Step.model_validate({"note": note, "thought": thought, "tool_call": tool_call})
 
 
 def _find(elements: list[Element], role: str, name: str) -> Element:
