@@ -4,7 +4,8 @@ It plays the server that accepts every field and enforces nothing: every chat re
 and the same canned reply, valid JSON of the wrong shape, whatever the request asked for. That is
 what a server does when it drops a guided-decoding field it does not know, or quietly falls back to
 "any JSON"; the probe must call it "ignored", never "guided". `refuse` can make it answer some
-requests with an error instead, as a real server does with a dialect it cannot read.
+requests with an error instead, as a real server does with a dialect it cannot read; `refuse_models`
+does the same for the model listing (GET /v1/models).
 """
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 MODEL = "fake-model"
 CANNED_REPLY = '{"answer": "yes"}'
+MODELS = {"object": "list", "data": [{"id": MODEL, "object": "model", "created": 0, "owned_by": "fake"}]}
 Refusal = tuple[int, dict]
 
 
@@ -38,8 +40,9 @@ def _chunks(text: str, include_usage: bool) -> list[dict]:
 class FakeServer:
     """`with FakeServer() as fake:` serves on 127.0.0.1 and a free port; `fake.bodies` holds what it received."""
 
-    def __init__(self, refuse: Callable[[dict, Mapping], Refusal | None] = lambda body, headers: None):
-        self.refuse = refuse
+    def __init__(self, refuse: Callable[[dict, Mapping], Refusal | None] = lambda body, headers: None,
+                 refuse_models: Callable[[Mapping], Refusal | None] = lambda headers: None):
+        self.refuse, self.refuse_models = refuse, refuse_models
         self.bodies: list[dict] = []
         self._http = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
 
@@ -72,8 +75,7 @@ class FakeServer:
                 self.wfile.write(data)
 
             def do_GET(self) -> None:
-                self._send(200, {"object": "list", "data": [{"id": MODEL, "object": "model", "created": 0,
-                                                              "owned_by": "fake"}]})
+                self._send(*(fake.refuse_models(self.headers) or (200, MODELS)))
 
             def do_POST(self) -> None:
                 body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))

@@ -374,6 +374,19 @@ def test_the_key_never_appears_in_an_explained_error(monkeypatch):
     assert "sk-" not in str(refused.value) and "bad request from Bearer [key]" in str(refused.value)
 
 
+def test_the_key_never_appears_when_the_model_listing_is_refused(monkeypatch):
+    secret = "sk-" + "m" * 40
+
+    def echo_the_key(headers):  # a careless server that repeats the Authorization header in its error
+        return 401, {"error": {"message": f"no model for {headers.get('Authorization')}"}}
+
+    with FakeServer(refuse_models=echo_the_key) as fake:
+        openai_backend(monkeypatch, fake, OPENAI_API_KEY=secret)
+        with pytest.raises(BackendError, match="when asked for its models") as refused:
+            connect()
+    assert "sk-" not in str(refused.value) and "no model for Bearer [key]" in str(refused.value)
+
+
 def test_the_command_line_probe(monkeypatch, capsys):
     with FakeServer() as fake:
         openai_backend(monkeypatch, fake, WORKSHOP_DIALECT="guided_json")

@@ -617,8 +617,9 @@ def _first_model(client: Any, profile: Profile) -> str:
     except openai.APIConnectionError as exc:
         raise unreachable(profile, exc) from None
     except openai.APIStatusError as exc:
+        said = server_message(exc, client.api_key)  # a server may echo the Authorization header in its error
         raise BackendError(f"the {profile.name} backend at {profile.base_url}{url_origin(profile)} answered HTTP "
-                           f"{exc.status_code} when asked for its models: {server_message(exc)}; set WORKSHOP_MODEL, "
+                           f"{exc.status_code} when asked for its models: {said}; set WORKSHOP_MODEL, "
                            "or check the URL and OPENAI_API_KEY") from None
     if not models:
         raise BackendError(f"the {profile.name} backend at {profile.base_url} lists no model: set WORKSHOP_MODEL")
