@@ -13,7 +13,7 @@ from nbclient import NotebookClient
 from nbclient.exceptions import CellExecutionError
 
 from helpers.runtime import backends, paths
-from helpers.runtime.backends import (PROBE_ORDER, PROFILES, BackendError, DialectCheck, GuidedRequestError, ProbeResult,
+from helpers.runtime.backends import (PROBE_ORDER, PROFILES, BackendError, DialectCheck, ProbeResult,
                               choose_backend, connect, dialect_sent, probe, probe_model, resolve_profile)
 from helpers.runtime.dialects import DIALECTS, guided_json
 
@@ -339,22 +339,25 @@ def test_a_refused_guided_request_says_backend_dialect_server_words_and_fix(monk
         with pytest.raises(openai.InternalServerError) as refused:
             connection.client.chat.completions.create(**ask, **connection.profile.guided({"type": "object"}))
         error = refused.value
-        assert isinstance(error, GuidedRequestError) and (error.backend, error.dialect) == ("openai",
-                                                                                             "response_format")
-        headline, fix = str(error).splitlines()
-        assert headline == ("the openai backend refused a guided request in the response_format dialect "
-                            "(HTTP 500): Input should be 'text' or 'json_object'")
+        # The openai client's own error for the status, so code that catches it (or openai.APIStatusError) still does.
+        assert type(error) is openai.InternalServerError and error.type == "internal_server_error"
+        assert error.response.headers["x-should-retry"] == "false"  # the server's headers: retried as it says
+        headline, fix = error.body["message"].splitlines()
+        assert headline == ("the openai backend refused a guided request in the response_format dialect: "
+                            "Input should be 'text' or 'json_object'")
         assert "python -m helpers.runtime.backends --probe" in fix and "WORKSHOP_DIALECT" in fix
-        assert error._render_traceback_() == [f"GuidedInternalServerError: {error}"]  # what IPython shows
-        # Once the server has been probed, the fix names the dialect to set.
+        assert str(error) == f"Error code: 500 - {headline}\n{fix}"  # what a notebook shows, last
+        # Once the server has been probed, the fix names the dialect to set; a copy with other options explains too.
         probe(connection, show=False)
-        with pytest.raises(GuidedRequestError, match="fix: this server enforces no dialect"):
-            connection.client.chat.completions.create(**ask, **connection.profile.guided({"type": "object"}))
+        with pytest.raises(openai.InternalServerError, match="fix: this server enforces no dialect"):
+            connection.client.with_options(max_retries=0).chat.completions.create(
+                **ask, **connection.profile.guided({"type": "object"}))
         # An unguided request's error is the client's own: nothing to explain about dialects.
         with pytest.raises(openai.InternalServerError) as plain:
             connection.client.chat.completions.create(**ask, response_format={"type": "json_schema",
                                                                                "json_schema": {"name": "x"}})
-        assert not isinstance(plain.value, GuidedRequestError)
+        assert plain.value.body == {"message": "Input should be 'text' or 'json_object'",
+                                    "type": "internal_server_error"}
 
 
 def test_the_key_never_appears_in_an_explained_error(monkeypatch):
@@ -367,11 +370,12 @@ def test_the_key_never_appears_in_an_explained_error(monkeypatch):
         openai_backend(monkeypatch, fake, WORKSHOP_DIALECT="nvext", WORKSHOP_MODEL="fake-model",
                        OPENAI_API_KEY=secret)
         connection = connect()
-        with pytest.raises(GuidedRequestError) as refused:
+        with pytest.raises(openai.BadRequestError, match="refused a guided request in the nvext dialect") as refused:
             connection.client.chat.completions.create(model=connection.model, messages=[], max_tokens=5,
                                                       **guided_json("nvext", {"type": "object"}))
     # Blanked before the long message is cut, so not even the key's first characters survive the cut.
     assert "sk-" not in str(refused.value) and "bad request from Bearer [key]" in str(refused.value)
+    assert "sk-" not in refused.value.response.text
 
 
 def test_the_key_never_appears_when_the_model_listing_is_refused(monkeypatch):
@@ -404,7 +408,7 @@ def test_the_embedded_server_enforces_every_dialect(server_url):
     assert result.enforced == list(PROBE_ORDER), result.table()
 
 
-def test_in_a_notebook_a_refused_guided_request_shows_its_message_not_a_traceback(tmp_path):
+def test_in_a_notebook_a_refused_guided_request_ends_in_its_explanation(tmp_path):
     notebook = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(
         "import os\n"
         "from fake_openai_server import FakeServer\n"
@@ -419,8 +423,8 @@ def test_in_a_notebook_a_refused_guided_request_shows_its_message_not_a_tracebac
     with pytest.raises(CellExecutionError):
         NotebookClient(notebook, timeout=60, kernel_name="python3").execute(cwd=str(tmp_path), env=env)
     [error] = [out for out in notebook.cells[0].outputs if out.output_type == "error"]
-    # IPython shows what _render_traceback_ returns: the message, without a frame of the openai client.
-    assert error.ename == "GuidedInternalServerError"
-    assert error.traceback == [
-        "GuidedInternalServerError: the openai backend refused a guided request in the response_format dialect "
-        "(HTTP 500): Input should be 'text' or 'json_object'\n" + backends._fix("openai", "response_format", None)]
+    # IPython ends the traceback with the error's name and value: the openai client's own error, explained.
+    assert error.ename == "InternalServerError"
+    assert error.evalue == ("Error code: 500 - the openai backend refused a guided request in the response_format "
+                            "dialect: Input should be 'text' or 'json_object'\n"
+                            + backends._fix("response_format", None))

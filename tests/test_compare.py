@@ -116,7 +116,7 @@ def test_a_failing_mode_is_recorded_with_its_reason_and_the_grid_goes_on(monkeyp
         save_results(results, conn, 2, tmp_path / "r.json")
     by_mode = {r.mode: r for r in results}
     assert list(by_mode) == list(MODES)
-    reason = "the openai backend refused a guided request in the response_format dialect (HTTP 500): " \
+    reason = "Error code: 500 - the openai backend refused a guided request in the response_format dialect: " \
              "Input should be 'text' or 'json_object'"
     for mode in ("guided_backend", "guided_response_format", "guided_schema_not_in_prompt", "two_phase"):
         assert by_mode[mode].failed == reason and by_mode[mode].trials == []

@@ -28,6 +28,19 @@ each dialect as **enforced** (the reply matches), **ignored** (an answer, but th
 match: the server dropped the field, or fell back to "any JSON") or **rejected** (an error, with
 the server's words). Ignored is the dangerous one: the request succeeds and nothing is enforced.
 
+A server that refuses a guided request answers an error, and the client raises its own error for that status
+(`openai.BadRequestError` for a 400, `openai.InternalServerError` for a 500), so code that catches it still does;
+its message names the backend, the dialect sent, the server's own words (on one line, the key blanked) and the fix.
+The client's `http_client`, which its documentation offers for proxies and transports, does this: an
+`ExplainingHttpClient` is the default one (`openai.DefaultHttpxClient`) whose `send`, the public method every
+request of an `httpx` client goes through, answers a refused guided request with the server's status and headers
+and an explained message; the openai client then raises and retries as it would have. Not an override of the
+client's private methods (an SDK update changes them without a word); not an exception raised in an `httpx` event
+hook or transport (the openai client takes any as a lost connection: it retries, then raises
+`APIConnectionError`); not a `transport=` of its own (`httpx` then ignores the proxy the environment sets, and the
+NVIDIA or H Company API behind one could not be reached). The error being the client's own, a notebook shows its
+traceback through the client, the explanation last. Plain requests' errors are left as the client raises them.
+
 API keys are read, handed to the client and never printed, logged or stored.
 """
 from __future__ import annotations
@@ -41,6 +54,7 @@ import secrets
 import sys
 import time
 import warnings
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Any, Literal
 
@@ -106,6 +120,11 @@ EMBEDDED_RETRIES = 6
 # Keys the workshop itself hands to servers that need none; anything else is a secret to keep out of messages.
 PLACEHOLDER_KEYS = {"not-needed"}
 SERVER_MESSAGE_CHARS = 200
+# Where an explained refusal keeps the server's own words, beside the message that quotes them.
+SERVER_WORDS = "server_message"
+CHAT_PATH = "chat/completions"  # below the base URL, where the openai client asks for a chat completion
+# What describes a body rather than the answer: an explained body has its own.
+BODY_HEADERS = {"content-length", "content-type", "content-encoding", "transfer-encoding"}
 
 
 class ShortTraceback:
@@ -122,16 +141,6 @@ class BackendError(ShortTraceback, RuntimeError):
 class SettingError(BackendError, ValueError):
     """A setting the reader typed has a value the workshop cannot use; the message names it, where it was read,
     and what to set instead."""
-
-
-class GuidedRequestError(ShortTraceback, openai.APIStatusError):
-    """A server refused a guided request. The message names the backend, the dialect sent, the server's
-    own words and the fix. Raised as a subclass of the openai client's own error for that status, so
-    code that catches `openai.BadRequestError` (or any `openai.APIError`) still does."""
-
-    backend: str
-    dialect: str
-    server_message: str
 
 
 @dataclass
@@ -320,20 +329,33 @@ def dialect_sent(body: bytes | str) -> str | None:
     return None
 
 
-def server_message(error: openai.APIStatusError, key: str | None = None) -> str:
-    """The server's own words about an error, on one line, with `key` blanked out should the server echo it;
-    long ones (some servers add a traceback) are cut."""
-    body = error.body
-    text = (body.get("message") or body.get("detail") or body) if isinstance(body, dict) else body
-    text = text if isinstance(text, str) else json.dumps(text)
-    words = " ".join((text or error.response.text or f"HTTP {error.status_code}").split())
+def _body(response: Any) -> Any:
+    """An answer's body: its JSON, else its text."""
+    try:
+        return response.json()
+    except ValueError:
+        return response.text
+
+
+def server_message(response: Any, key: str | None = None) -> str:
+    """The server's own words in an error answer (an `httpx` response; an `openai` error's `.response`), on one line,
+    with `key` blanked out should the server echo it; long ones (some servers add a traceback) are cut. An explained
+    refusal of a guided request keeps the words it quotes apart (SERVER_WORDS); those are the server's."""
+    body = _body(response)
+    error = body.get("error", body) if isinstance(body, dict) else body
+    if isinstance(error, dict):
+        error = error.get(SERVER_WORDS) or error.get("message") or error.get("detail") or error
+    text = error if isinstance(error, str) else json.dumps(error)
+    words = " ".join((text or f"HTTP {response.status_code}").split())
     if key and key not in PLACEHOLDER_KEYS:
         words = words.replace(key, "[key]")
     return words if len(words) <= SERVER_MESSAGE_CHARS else words[:SERVER_MESSAGE_CHARS] + "..."
 
 
-def _fix(backend: str, dialect: str, enforced: list[str] | None) -> str:
-    if backend == "embedded" or (enforced and dialect in enforced):
+def _fix(dialect: str, enforced: Sequence[str] | None) -> str:
+    """What to do about a refused guided request; `enforced`: the dialects the server is known to enforce, in
+    PROBE_ORDER (None before a probe)."""
+    if enforced and dialect in enforced:
         return (f"fix: this server enforces {dialect}, so the request itself is the problem: the server's "
                 "message names it")
     if enforced:
@@ -346,53 +368,59 @@ def _fix(backend: str, dialect: str, enforced: list[str] | None) -> str:
             "and restart the kernel")
 
 
-@functools.cache
-def _guided_error_class(base: type[openai.APIStatusError]) -> type[GuidedRequestError]:
-    return type(f"Guided{base.__name__}", (GuidedRequestError, base), {})
+class ExplainingHttpClient(openai.DefaultHttpxClient):
+    """The HTTP client under the official `openai` client: the default one, except that a refused guided request's
+    error answer comes back with its message explained (see the module docstring for why here). Requests and
+    responses are typed Any: they are the `httpx` objects of whichever `httpx` the openai client uses (`httpx2` since
+    openai 3), used only through what both offer."""
 
+    def __init__(self, backend: str, enforced: Sequence[str] | None = None, **options: Any) -> None:
+        """`enforced`: what the server enforces without a probe (the embedded server: every dialect); `options` go
+        to the `httpx` client."""
+        super().__init__(**options)
+        self.backend, self.enforced = backend, enforced
 
-class WorkshopClient(openai.OpenAI):
-    """The official client with one change: a refused guided request raises a `GuidedRequestError`
-    that says what to do, instead of a bare status error from deep inside the client."""
-
-    workshop_backend = "unknown"
-
-    def copy(self, **kwargs: Any) -> WorkshopClient:
-        twin = super().copy(**kwargs)
-        twin.workshop_backend = self.workshop_backend
-        return twin
-
-    with_options = copy
-
-    def _make_status_error(self, err_msg: str, *, body: object, response: Any) -> openai.APIStatusError:
-        # The openai client turns every error answer into an exception here, and each client class overrides it.
-        error = super()._make_status_error(err_msg, body=body, response=response)
-        dialect = dialect_sent(response.request.content)
+    def send(self, request: Any, **options: Any) -> Any:
+        # Every request passes here: the client's `request` and `stream` call it, and so does the openai client.
+        response = super().send(request, **options)
+        # Only a JSON body asks for guided decoding (a file upload is multipart, and not read into memory).
+        if not response.is_error or "json" not in request.headers.get("content-type", ""):
+            return response
+        dialect = dialect_sent(request.content)
         if dialect is None:
-            return error
-        said = server_message(error, self.api_key)
-        model = json.loads(response.request.content).get("model", "")
-        probed = _PROBED.get((str(self.base_url), model))
-        enforced = [c.dialect for c in probed if c.verdict == "enforced"] if probed is not None else None
-        explained = _guided_error_class(type(error))(
-            f"the {self.workshop_backend} backend refused a guided request in the {dialect} dialect "
-            f"(HTTP {error.status_code}): {said}\n{_fix(self.workshop_backend, dialect, enforced)}",
-            response=response, body=error.body)
-        explained.backend, explained.dialect, explained.server_message = self.workshop_backend, dialect, said
+            return response
+        response.read()
+        return self._explained(response, dialect)
+
+    def _explained(self, response: Any, dialect: str) -> Any:
+        """`response` with its error message saying which backend refused which dialect, in the server's words (the
+        key blanked), and what to do; the status and headers are the server's, so the openai client raises the error
+        it raises for that status, and retries as it would have."""
+        request = response.request
+        key = request.headers.get("authorization", "").removeprefix("Bearer ")
+        said = server_message(response, key)
+        base_url = str(request.url.copy_with(query=None)).removesuffix(CHAT_PATH)  # the probe's key, for a chat
+        model = json.loads(request.content).get("model", "")
+        enforced = enforced_at(base_url, model) if self.enforced is None else self.enforced
+        body = _body(response)
+        fields = body["error"] if isinstance(body, dict) and isinstance(body.get("error"), dict) else {}
+        message = f"the {self.backend} backend refused a guided request in the {dialect} dialect: {said}\n"
+        error = {**fields, "message": message + _fix(dialect, enforced), SERVER_WORDS: said}
+        # The new body has its own length, type and encoding; every other header is the server's (x-should-retry too).
+        headers = [(name, value) for name, value in response.headers.multi_items() if name.lower() not in BODY_HEADERS]
+        explained = type(response)(response.status_code, headers=headers, json={"error": error}, request=request,
+                                   extensions=response.extensions)
+        explained.elapsed = response.elapsed
         return explained
 
 
-def embedded_client(base_url: str, key: str) -> WorkshopClient:
+def embedded_client(base_url: str, key: str) -> openai.OpenAI:
     """An OpenAI client for the embedded server at `base_url`, which asks for `key`."""
-    from openai import DefaultHttpxClient
-
     # Loopback must not go through a proxy configured for the internet. One model serves requests in
     # turn, so a queued request may wait a while; a full queue answers 429 with Retry-After, which the
     # client honours a bounded number of times (the server marks every other error as not worth retrying).
-    client = WorkshopClient(base_url=base_url, api_key=key, max_retries=EMBEDDED_RETRIES, timeout=600,
-                            http_client=DefaultHttpxClient(trust_env=False))
-    client.workshop_backend = "embedded"
-    return client
+    return openai.OpenAI(base_url=base_url, api_key=key, max_retries=EMBEDDED_RETRIES, timeout=600,
+                         http_client=ExplainingHttpClient("embedded", PROBE_ORDER, trust_env=False))
 
 
 # --- the probe --------------------------------------------------------------------------------------------------
@@ -480,6 +508,12 @@ class ProbeResult:
 _PROBED: dict[tuple[str, str], tuple[DialectCheck, ...]] = {}
 
 
+def enforced_at(base_url: str, model: str) -> list[str] | None:
+    """The dialects the probe found `base_url` enforcing for `model`, in PROBE_ORDER; None before a probe."""
+    checks = _PROBED.get((base_url, model))
+    return None if checks is None else [c.dialect for c in checks if c.verdict == "enforced"]
+
+
 def _mismatch(model: type[BaseModel], text: str) -> str | None:
     """Why `text` is not a probe object (None when it is)."""
     try:
@@ -508,7 +542,7 @@ def _check(connection: Connection, dialect: str, model: type[BaseModel]) -> Dial
         raise BackendError(f"the {connection.profile.name} backend is busy or rate-limited (HTTP 429): "
                            "run the probe again in a minute") from None
     except openai.APIStatusError as exc:
-        said = exc.server_message if isinstance(exc, GuidedRequestError) else server_message(exc, client.api_key)
+        said = server_message(exc.response, client.api_key)
         return DialectCheck(dialect, "rejected", f"HTTP {exc.status_code}: {said}", time.perf_counter() - started)
     except openai.APIConnectionError as exc:
         raise unreachable(connection.profile, exc) from None
@@ -583,7 +617,7 @@ def probe_images(connection: Connection) -> ImageCheck:
         raise BackendError(f"the {connection.profile.name} backend is busy or rate-limited (HTTP 429): "
                            "connect again in a minute") from None
     except openai.APIStatusError as exc:
-        return ImageCheck("refused", f"HTTP {exc.status_code}: {server_message(exc, client.api_key)}")
+        return ImageCheck("refused", f"HTTP {exc.status_code}: {server_message(exc.response, client.api_key)}")
     except openai.APIConnectionError as exc:
         raise unreachable(connection.profile, exc) from None
     said = " ".join((reply.choices[0].message.content or "").split())
@@ -617,7 +651,7 @@ def _first_model(client: Any, profile: Profile) -> str:
     except openai.APIConnectionError as exc:
         raise unreachable(profile, exc) from None
     except openai.APIStatusError as exc:
-        said = server_message(exc, client.api_key)  # a server may echo the Authorization header in its error
+        said = server_message(exc.response, client.api_key)  # a server may echo the Authorization header in its error
         raise BackendError(f"the {profile.name} backend at {profile.base_url}{url_origin(profile)} answered HTTP "
                            f"{exc.status_code} when asked for its models: {said}; set WORKSHOP_MODEL, "
                            "or check the URL and OPENAI_API_KEY") from None
@@ -642,8 +676,8 @@ def connect(backend: str | None = None, *, model: str | None = None, dialect: st
         profile = replace(profile, base_url=server.url)
         client = embedded_client(server.url, server.key)
     else:
-        client = WorkshopClient(base_url=profile.base_url, api_key=_api_key(profile))
-        client.workshop_backend = profile.name
+        client = openai.OpenAI(base_url=profile.base_url, api_key=_api_key(profile),
+                               http_client=ExplainingHttpClient(profile.name))
     if not profile.model:
         profile = replace(profile, model=_first_model(client, profile))
     connection = Connection(client, profile.model, profile)
