@@ -334,7 +334,8 @@ def plot_results(results: list[ModeResult], title_suffix: str = ""):
 
 
 def main(argv: list[str] | None = None) -> None:
-    from helpers.runtime.backends import BackendError, connect
+    from helpers.runtime.backends import connect
+    from helpers.runtime.settings import BackendError
 
     parser = argparse.ArgumentParser(prog="python -m helpers.compare", description=__doc__.splitlines()[0])
     parser.add_argument("--n", type=int, default=50, help="trials per mode")

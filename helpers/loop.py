@@ -119,7 +119,7 @@ class Policy(Protocol):
 
 
 class ModelPolicy:
-    """Ask a model through a `helpers.runtime.backends.Connection`, the turn's schema enforced in the backend's own
+    """Ask a model through a `helpers.runtime.profiles.Connection`, the turn's schema enforced in the backend's own
     dialect."""
 
     def __init__(self, conn, temperature: float = 0.0, seed: int | None = 0, max_tokens: int = STEP_TOKENS):

@@ -18,7 +18,7 @@ def server_url(server) -> str:
 
 @pytest.fixture(scope="session")
 def client(server):
-    from helpers.runtime.backends import embedded_client
+    from helpers.runtime.client import embedded_client
 
     return embedded_client(server.url, server.key)
 

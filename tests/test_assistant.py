@@ -10,7 +10,7 @@ from helpers.contract import CATEGORIES, STATUSES, validate_answer
 from helpers.harness import Tracer, summarize_trace
 from helpers.ladder import Reply
 from helpers.pipeline import answer_question, ask, grade, missing_matches, settle, total_usage
-from helpers.runtime.backends import PROFILES
+from helpers.runtime.profiles import PROFILES
 
 VALID = {"status": "answered", "answer": "The library opens at 10:00 on Saturday.", "category": "campus_hours",
          "items": [], "missing": [], "sources": ["hours-library"]}

@@ -12,10 +12,13 @@ from fake_openai_server import FakeServer
 from nbclient import NotebookClient
 from nbclient.exceptions import CellExecutionError
 
-from helpers.runtime import backends, paths
-from helpers.runtime.backends import (PROBE_ORDER, PROFILES, BackendError, DialectCheck, ProbeResult,
-                              choose_backend, connect, dialect_sent, probe, probe_model, resolve_profile)
+from helpers.runtime import backends, client, paths, probes, profiles
+from helpers.runtime.backends import choose_backend, connect, resolve_profile
+from helpers.runtime.client import dialect_sent
 from helpers.runtime.dialects import DIALECTS, guided_json
+from helpers.runtime.probes import PROBE_ORDER, DialectCheck, ProbeResult, probe, probe_model
+from helpers.runtime.profiles import PROFILES
+from helpers.runtime.settings import BackendError
 
 SCHEMA = {"type": "object"}
 ENV_NAMES = ["WORKSHOP_BACKEND", "WORKSHOP_MODEL", "WORKSHOP_DIALECT", "NVIDIA_API_KEY", "HAI_API_KEY",
@@ -75,7 +78,7 @@ def test_a_dotenv_file_is_read_from_the_checkouts_root_only(monkeypatch, tmp_pat
 def test_each_backend_speaks_its_documented_dialect():
     assert PROFILES["nvidia"].guided(SCHEMA) == {"extra_body": {"nvext": {"guided_json": SCHEMA}}}
     assert PROFILES["hcompany"].guided(SCHEMA) == {"extra_body": {"structured_outputs": {"json": SCHEMA}}}
-    assert PROFILES["openai"].dialect_reason == backends.NOT_PROBED  # connect() asks the server
+    assert PROFILES["openai"].dialect_reason == profiles.NOT_PROBED  # connect() asks the server
     assert PROFILES["nvidia"].base_url == "https://integrate.api.nvidia.com/v1"
     assert PROFILES["hcompany"].base_url == "https://api.hcompany.ai/v1/"
     assert all(p.prompt_only() == {} for p in PROFILES.values())
@@ -132,7 +135,7 @@ def test_self_hosted_server_with_an_explicit_dialect_is_not_probed(monkeypatch):
 def test_each_documented_backend_says_whether_its_model_sees_images():
     assert {name: profile.sees_images for name, profile in PROFILES.items() if name != "openai"} == {
         "embedded": False, "nvidia": False, "hcompany": True}
-    assert PROFILES["openai"].images_reason == backends.IMAGES_NOT_PROBED  # found out by connect()
+    assert PROFILES["openai"].images_reason == profiles.IMAGES_NOT_PROBED  # found out by connect()
 
 
 def has_image(body: dict) -> bool:
@@ -180,7 +183,7 @@ class SeeingModel:
         self.requests.append(request)
         url = next(p["image_url"]["url"] for m in request["messages"] for p in m["content"] if p["type"] == "image_url")
         image = Image.open(io.BytesIO(base64.b64decode(url.split(",", 1)[1]))).convert("RGB")
-        names = {rgb: name for name, rgb in backends.COLOURS.items()}
+        names = {rgb: name for name, rgb in probes.COLOURS.items()}
         said = f"{names[image.getpixel((0, 0))].title()} and {names[image.getpixel((15, 0))]}."
         message = SimpleNamespace(content=said)
         return SimpleNamespace(choices=[SimpleNamespace(message=message)])
@@ -188,13 +191,13 @@ class SeeingModel:
 
 def test_a_model_that_names_both_colours_sees_images_and_one_that_names_one_does_not():
     model = SeeingModel()
-    connection = backends.Connection(model, "vision", PROFILES["openai"])
-    assert backends.probe_images(connection).verdict == "sees"
-    assert model.requests[0]["max_tokens"] == backends.IMAGE_PROBE_TOKENS
-    half_blind = backends.Connection(model, "vision", PROFILES["openai"])
+    connection = profiles.Connection(model, "vision", PROFILES["openai"])
+    assert probes.probe_images(connection).verdict == "sees"
+    assert model.requests[0]["max_tokens"] == probes.IMAGE_PROBE_TOKENS
+    half_blind = profiles.Connection(model, "vision", PROFILES["openai"])
     model.create = lambda **request: SimpleNamespace(choices=[SimpleNamespace(message=SimpleNamespace(
         content="Red."))])
-    assert backends.probe_images(half_blind).verdict == "ignored"  # one colour is not both, whichever it names
+    assert probes.probe_images(half_blind).verdict == "ignored"  # one colour is not both, whichever it names
 
 
 def test_workshop_images_overrides_the_profile_and_is_checked(monkeypatch):
@@ -233,9 +236,9 @@ def test_the_probe_schema_uses_the_keywords_the_workshop_relies_on():
     for keyword in ('"$ref"', '"anyOf"', '"enum"', '"maxLength"', '"additionalProperties": false',
                     '"const": "probe-abc123"'):
         assert keyword in text
-    assert backends._mismatch(model, '{"token": "probe-abc123", "answer": "yes", "detail": {"word": "blue"}}') is None
-    assert backends._mismatch(model, '{"token": "probe-abc123", "answer": "yes", "detail": null}') is None
-    assert "not JSON" in backends._mismatch(model, "The sky is blue.")
+    assert probes._mismatch(model, '{"token": "probe-abc123", "answer": "yes", "detail": {"word": "blue"}}') is None
+    assert probes._mismatch(model, '{"token": "probe-abc123", "answer": "yes", "detail": null}') is None
+    assert "not JSON" in probes._mismatch(model, "The sky is blue.")
     # "any JSON" is not enough: the token, the enum, the length bound and the closed object all count.
     for wrong, where in [('{"answer": "yes"}', "token: missing"),
                          ('{"token": "probe-abc124", "answer": "yes", "detail": null}', "token: literal_error"),
@@ -243,7 +246,7 @@ def test_the_probe_schema_uses_the_keywords_the_workshop_relies_on():
                          ('{"token": "probe-abc123", "answer": "no", "detail": {"word": "extraordinarily"}}',
                           "detail.word: string_too_long"),
                          ('{"token": "probe-abc123", "answer": "no", "detail": null, "x": 1}', "x: extra_forbidden")]:
-        assert where in backends._mismatch(model, wrong)
+        assert where in probes._mismatch(model, wrong)
 
 
 def openai_backend(monkeypatch, fake: FakeServer, **settings: str) -> None:
@@ -427,4 +430,4 @@ def test_in_a_notebook_a_refused_guided_request_ends_in_its_explanation(tmp_path
     assert error.ename == "InternalServerError"
     assert error.evalue == ("Error code: 500 - the openai backend refused a guided request in the response_format "
                             "dialect: Input should be 'text' or 'json_object'\n"
-                            + backends._fix("response_format", None))
+                            + client._fix("response_format", None))

@@ -5,7 +5,7 @@ import helpers.runtime.environment as environment
 
 
 class Connection:
-    """Stands in for `backends.Connection`: prepare only calls describe() on it."""
+    """Stands in for `profiles.Connection`: prepare only calls describe() on it."""
 
     def describe(self) -> str:
         return "backend: test"
@@ -50,7 +50,7 @@ def test_nothing_is_installed_when_everything_is_there(monkeypatch, installs):
     assert installs == []
 
 
-# --- the pre-class check: the dialect probe of helpers.runtime.backends, plus a verdict ------------------------------
+# --- the pre-class check: the dialect probe of helpers.runtime.probes, plus a verdict --------------------------------
 
 @pytest.fixture
 def openai_env(monkeypatch, tmp_path):

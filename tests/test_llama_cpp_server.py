@@ -30,7 +30,8 @@ import pytest
 from nbclient import NotebookClient
 
 from helpers.compare import MODES
-from helpers.runtime.backends import PROBE_ORDER, connect, probe
+from helpers.runtime.backends import connect
+from helpers.runtime.probes import PROBE_ORDER, probe
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 

@@ -39,9 +39,9 @@ from helpers.loop import ReplayPolicy, schema_problems
 from helpers.contract import ANSWER_JSON_SCHEMA, validate_answer
 from helpers.goal import Goal, goal_schema
 from helpers.grounding import Grounding, grounded_step_schema
-from helpers.runtime.backends import probe_model
 from helpers.runtime.dialects import DIALECTS, constraint_from_body, guided_json
 from helpers.runtime.paths import ROOT
+from helpers.runtime.probes import probe_model
 from helpers.runtime.strict_subset import read_back
 from helpers.pydantic_contract import Answer, answer_errors, model_errors
 from helpers.screen_schema import per_screen_schema

@@ -12,7 +12,7 @@ import pytest
 from helpers.contract import FALLBACK_ANSWER, format_error
 from test_assistant import completion  # pytest puts tests/ on the path
 from helpers.ladder import ANSWER_CONTRACT, model_repair, repair_messages
-from helpers.runtime.backends import PROFILES
+from helpers.runtime.profiles import PROFILES
 from helpers.runtime.paths import ROOT
 
 # The source's repair request (its code, as part 9 prints it).

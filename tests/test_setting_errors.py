@@ -10,9 +10,11 @@ from pathlib import Path
 import pytest
 
 import helpers.runtime.environment as environment
-from helpers.runtime import backends, paths
-from helpers.runtime.backends import (DIALECT_SETTING, PROFILES, Connection, DialectCheck, ProbeResult, SettingError,
-                                      choose_backend, connect, resolve_profile)
+from helpers.runtime import paths
+from helpers.runtime.backends import choose_backend, connect, resolve_profile
+from helpers.runtime.probes import DialectCheck, ProbeResult
+from helpers.runtime.profiles import DIALECT_SETTING, PROFILES, Connection
+from helpers.runtime.settings import BackendError, SettingError
 
 ROOT = Path(__file__).resolve().parent.parent
 NAMES = ["WORKSHOP_BACKEND", "WORKSHOP_MODEL", "WORKSHOP_DIALECT", "WORKSHOP_IMAGES", "NVIDIA_API_KEY", "HAI_API_KEY",
@@ -39,7 +41,7 @@ def test_a_bad_url_in_the_dotenv_file_names_the_file_and_the_fix(checkout):
 
 def test_an_unreachable_url_says_where_it_was_set(checkout):
     (checkout / ".env").write_text("OPENAI_BASE_URL=http://127.0.0.1:9/v1\n")
-    with pytest.raises(backends.BackendError, match=rf"\(OPENAI_BASE_URL, from {checkout / '.env'}\)"):
+    with pytest.raises(BackendError, match=rf"\(OPENAI_BASE_URL, from {checkout / '.env'}\)"):
         connect()
 
 

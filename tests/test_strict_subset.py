@@ -19,8 +19,8 @@ from helpers.goal import goal_schema
 from helpers.grounding import grounded_step_schema, notes
 from helpers.loop import ScriptedProposer
 from helpers.screen_schema import per_screen_schema
-from helpers.runtime.backends import probe_model
 from helpers.runtime.dialects import guided_json
+from helpers.runtime.probes import probe_model
 from helpers.runtime.schema_tree import subschemas
 from helpers.runtime.strict_subset import (RULES, NotInStrictSubset, empty_alternatives, left_out_nulls, read_back,
                                            subset_problems, to_strict_subset)

@@ -409,7 +409,7 @@ def flood(port: int, clients: int, max_tokens: int, timeout: float, load_port: i
 
 
 def main(argv: list[str] | None = None) -> None:
-    from helpers.runtime.backends import embedded_client
+    from helpers.runtime.client import embedded_client
     from helpers.runtime.embedded import find_server, stop_server
 
     parser = argparse.ArgumentParser(prog="python -m helpers.bench.decoding", description=__doc__.splitlines()[0])

@@ -18,7 +18,7 @@ from helpers.exercises import Verdict
 from helpers.harness import Context, governed_turn
 from helpers.instruction import Instruction
 from helpers.ladder import ANSWER_CONTRACT, Reply, check, model_repair, repair_messages
-from helpers.runtime.backends import PROFILES, Connection
+from helpers.runtime.profiles import PROFILES, Connection
 from helpers.steps import STEP_SCHEMA, Step
 from helpers.world.store import CampusStore
 from helpers.world.tasks import Task, instruction, load_tasks, start_app

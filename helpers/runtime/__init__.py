@@ -2,7 +2,12 @@
 
 | module        | holds                                                                                   |
 |---------------|-----------------------------------------------------------------------------------------|
-| `backends`    | the one place that chooses the model (embedded, NVIDIA, H Company, any OpenAI-compatible) |
+| `backends`    | the one place that chooses the model (embedded, NVIDIA, H Company, any OpenAI-compatible) and its dialect |
+| `profiles`    | what each backend is (address, model, dialect, whether its model sees images), and a `Connection` to one |
+| `settings`    | reading a setting: the environment, then the checkout's `.env`, then Colab's secrets; the errors that name one |
+| `client`      | the official `openai` client configured for a backend, its errors for refused guided requests explained |
+| `probes`      | the dialect probe and the image probe: what a server enforces, and whether its model sees images |
+| `quoting`     | a server's error quoted in a message: on one line, cut short, the key blanked            |
 | `dialects`    | how each server spells guided JSON, and nothing else                                    |
 | `concealer`   | the passwords known to be secret, and the one concealer every record, repr and view uses |
 | `replies`     | what a model call returned (text, usage, timings), read one way everywhere, and usages summed |

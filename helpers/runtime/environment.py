@@ -1,7 +1,7 @@
 """What the setup cell of every notebook calls, and the pre-class check: `python -m helpers.runtime.environment --check`.
 
 `prepare()` installs what is missing and connects to the chosen backend. `check()` does the same,
-then runs the dialect probe of `helpers.runtime.backends` (one implementation for both): its request in
+then runs the dialect probe of `helpers.runtime.probes` (one implementation for both): its request in
 the active dialect is the guided round-trip, timed. It answers, before class, "will the guided
 cells work here?".
 """
@@ -10,9 +10,12 @@ from __future__ import annotations
 import argparse
 import sys
 
-from helpers.runtime.backends import BackendError, Connection, choose_backend, connect, dialect_by_setting, probe
+from helpers.runtime.backends import choose_backend, connect
 from helpers.runtime.install import install_embedded
 from helpers.runtime.embedded import missing_embedded_packages
+from helpers.runtime.probes import probe
+from helpers.runtime.profiles import Connection, dialect_by_setting
+from helpers.runtime.settings import BackendError
 
 
 COLAB_NOTE = ("This Colab runtime is new (every badge opens one), so the embedded model is installed into it "

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import TypeVar
 
-from helpers.runtime.backends import setting
+from helpers.runtime.settings import setting
 
 T = TypeVar("T")
 QUICK = "WORKSHOP_QUICK"

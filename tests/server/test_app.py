@@ -194,7 +194,7 @@ def test_a_failure_after_the_stream_started_is_an_sse_error_event_then_done(app)
 def test_the_openai_client_raises_the_stream_error_it_was_sent(app):
     import openai
 
-    from helpers.runtime.backends import embedded_client
+    from helpers.runtime.client import embedded_client
 
     client = embedded_client(f"http://127.0.0.1:{app.server_address[1]}/v1", KEY)
     with pytest.raises(openai.APIError, match="internal server error"):

@@ -16,7 +16,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from body_strategies import bodies, near_valid
-from helpers.runtime.backends import embedded_client
+from helpers.runtime.client import embedded_client
 from helpers.runtime.embedded import LOG, MODEL_ID, Running, health, start_server, stop_server
 from test_request_queue import wait_until  # pytest puts tests/server/ on the path
 from test_slow_clients import Tricklers
