@@ -368,6 +368,33 @@ def run_episode(policy: Policy, task: Task, seed: int = 0, config: str = "govern
     return episode
 
 
+def proposal(turn: Turn) -> str:
+    """One turn as a room reads it: the call the model proposed (its arguments cut short, its coordinates left out),
+    then what became of it: refused by the turn's schema (the ladder fell back to an abort), allowed or refused by
+    the harness, or run with no harness to ask."""
+    call = (turn.step or {}).get("tool_call") or {}
+    said = ", ".join(f"{json.dumps(value)[:28]}" for key, value in call.items() if key not in ("tool_name", "x", "y"))
+    verdict = "not a valid step" if turn.step is None else "no step this turn allows: the ladder's abort" \
+        if turn.rung == "fallback" else "ran (no harness)" if turn.decision is None else "allowed" \
+        if turn.decision["allowed"] else f"refused: {turn.decision['cause']}"
+    return f"{call.get('tool_name', '?')}({said}) -> {verdict}"
+
+
+def proposals(episodes: dict[str, Episode]) -> str:
+    """Episodes side by side, one row each (a Markdown table): the goal as the model read it and what the user said,
+    each step the model proposed and what the schema and the harness made of it, and how the episode ended."""
+    rows = ["| run | the goal, and the user | the model proposed, and what became of it | outcome |", "|---|---|---|---|"]
+    for label, episode in episodes.items():
+        goal = Goal.model_validate(episode.goal).describe() if episode.goal else "none read"
+        said = {True: "confirmed", False: "refused", None: "nobody asked"}[episode.goal_confirmed]
+        reading = f"{goal}: {said}" if episode.goal_source == "model" else \
+            f"{goal} (the task's own): {said}" if episode.goal_source else "-"
+        steps = "<br>".join(f"{number}. {proposal(turn)}" for number, turn in enumerate(episode.turns, 1)) or "-"
+        cells = [label, reading, steps, episode.outcome]
+        rows.append("| " + " | ".join(cell.replace("|", "\\|") for cell in cells) + " |")
+    return conceal("\n".join(rows))
+
+
 def _share(flags: list[bool]) -> float | None:
     return round(sum(flags) / len(flags), 3) if flags else None
 

@@ -8,14 +8,15 @@ from __future__ import annotations
 
 import json
 
+from helpers.agent import Episode, run_episode
 from helpers.goal import Goal
 from helpers.harness import Context
-from helpers.loop import execute
+from helpers.loop import ReplayPolicy, execute
 from helpers.steps import Step
 from helpers.world.effects import Ledger
 from helpers.world.store import CampusStore
 from helpers.world.scripted_policy import ScriptedPolicy
-from helpers.world.tasks import Task, start_app, task_goal
+from helpers.world.tasks import Task, at_start, start_app, task_goal
 from helpers.world.users import SimulatedUser
 
 
@@ -99,3 +100,33 @@ def stopped_by(turns: list, after: int = 0) -> str:
     schema did not allow the step, and the ladder fell back), or the harness's cause."""
     turn = next((t for t in turns[after:] if t.rung == "fallback" or not t.decision["allowed"]), None)
     return "nothing" if turn is None else "the schema" if turn.rung == "fallback" else turn.decision["cause"]
+
+
+class LearnersUser:
+    """The learner's user (`approve`, `reply`) as the harness meets it, with every question it was asked and its
+    answer kept. A script reads no goal (the task's own stands for it), so the task's simulated user, labelled as
+    such, confirms that goal; every approval is the learner's user's own."""
+
+    def __init__(self, user, task: Task, app: CampusStore):
+        self.user, self.simulated, self.questions = user, SimulatedUser(task, app), []
+
+    def confirm(self, goal: dict, description: str) -> bool:
+        return self.simulated.confirm(goal, description)
+
+    def approve(self, effect) -> bool:
+        answer = self.user.approve(effect)
+        self.questions.append(f"approve? {effect.describe()} -> {answer}")
+        return answer
+
+    def reply(self, question: str) -> str:
+        answer = self.user.reply(question)
+        self.questions.append(f"asked: {question} -> {answer}")
+        return answer
+
+
+def play(replies: list[str], task: Task, user) -> Episode:
+    """The learner's replies, played where the model's go: notebook 06's governed loop from the task's product page,
+    each reply through the ladder, the turn's schema and the harness, and `user` asked about whatever cannot be
+    undone. Labelled as what it is: the learner playing the model, never the model."""
+    return run_episode(ReplayPolicy(replies), at_start(task, "product"), 0, "governed", max_steps=len(replies),
+                       make_user=lambda task, app: LearnersUser(user, task, app))

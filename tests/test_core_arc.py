@@ -48,9 +48,13 @@ ARC: dict[str, list[tuple[str, str]]] = {
     "05": [("a recorded grid, labelled", r"results\.md|recorded"),
            ("one live request per mode", MODEL_CALL + r"|run_mode\(|run_grid\("),
            ("inside the mask", r"with_trace\(|mask_view|token_table\(")],
-    "06": [("one governed episode of the model, live", r"run_episode\([^#]*ModelPolicy\([^#]*governed"),
+    "06": [("governed episodes of the model, live, over several seeds",
+            r"for seed in range\([^#]*run_episode\([^#]*ModelPolicy\([^#]*governed|"
+            r"run_episode\([^#]*ModelPolicy\([^#]*governed[^#]*for seed in range\("),
+           ("the model's proposals beside what the user and the harness made of them", r"\bproposals\("),
+           ("the learner's replies through the harness, the learner's user asked", r"\bplay\([^#]*CarefulUser"),
            ("the ledger", r"ledger|side_effects"),
-           ("the comparison with the saved runs", r"agent-bench")],
+           ("the comparison with the saved runs", r"headlines\(")],
 }
 
 

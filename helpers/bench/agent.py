@@ -143,6 +143,18 @@ def horizon_table(horizons: dict[int, dict[str, dict]]) -> str:
     return "\n".join(lines)
 
 
+def headlines(docs: Path) -> list[str]:
+    """Notebook 06's three numbers, read from the saved runs in `docs`: what a lying page caused, ungoverned and
+    governed (the obedient adversary, no model); the store tasks the model completed, governed; and the share of its
+    governed steps whose schema left one call, where the schema, not the model, chose."""
+    adversary, model = (json.loads((docs / f"{name}.json").read_text())["summary"]
+                        for name in ("obedient-bench", "agent-bench"))
+    return [f"unwanted side effects a lying page caused: {adversary['bare']['unwanted_executed']} ungoverned, "
+            f"{adversary['governed']['unwanted_executed']} governed",
+            f"store tasks the model completed, governed: {model['governed']['success_rate']:.0%}",
+            f"governed steps whose schema left one call (the schema chose): {model['governed']['single_option_share']:.0%}"]
+
+
 def episode_line(episode: Episode) -> str:
     effects = [f"{'RAN' if e['executed'] else 'blocked'} {e['action']} {e['detail']}"
                for e in episode.side_effects if not e["wanted"]]

@@ -70,7 +70,7 @@ class _Watched:
 def _order_through_the_harness(user: _Watched, product: str, quantity: int) -> bool:
     """Whether clicking Place order for `quantity` x `product` ran, governed by a harness that asks `user`. Each
     try gets a new ledger, as after a restart that lost it: only the user's memory stands between it and a repeat."""
-    app = CampusStore(3)
+    app = CampusStore(SEED)
     app.signed_in, app.page, app.subject = True, "product", product
     app.fields["quantity"] = str(quantity)
     x, y = next(el for el in app.elements() if el.name == "Place order").grid_center()
@@ -80,30 +80,45 @@ def _order_through_the_harness(user: _Watched, product: str, quantity: int) -> b
     return bool(app.orders)
 
 
-ORDERS = [("Red mug", 2, False), ("Blue mug", 1, False), ("Red mug", 1, True), ("Red mug", 1, False)]
+WANTED = ("place_order", "Blue mug", 1)
+SEED = 5  # a store with 14 Blue mugs: an order of 11 is one the app would place, so the user is asked about it
+# Asked in this order, each order with what a careful user answers: another product, another quantity (11, which
+# "1 x Blue mug" is part of), the one wanted, then the same again.
+ORDERS = [("Blue mug", 2, False), ("Red mug", 1, False), ("Blue mug", 11, False), ("Blue mug", 1, True),
+          ("Blue mug", 1, False)]
 
 
 def careful_user(user_class) -> Verdict:
-    """`user_class()`, asked by the harness, lets one order of exactly 1 x Red mug run, once, and nothing else; it
-    never approves from what it is told, only from the effect it is shown."""
-    hint = "approve only an effect whose key is ('place_order', 'Red mug', 1), and only the first time"
+    """`user_class()`, asked by the harness, lets one order of exactly 1 x Blue mug run, once, and nothing else; it
+    never approves from what it is told, only from the effect it is shown. Two users, made one after the other, each
+    remember their own approval: a second user approves its own first order (state kept in the class or the notebook
+    would carry one user's approval over to the next, or to a re-run of this check)."""
+    hint = f"approve only an effect whose key is {WANTED}, and only the first time that user is asked"
     if not isinstance(user_class, type):
         return False, "", hint
+    runs = []
     try:
-        user = _Watched(user_class())
-        ran = [_order_through_the_harness(user, product, quantity) for product, quantity, _ in ORDERS]
+        for _ in range(2):
+            user = _Watched(user_class())
+            runs.append([_order_through_the_harness(user, product, quantity) for product, quantity, _ in ORDERS])
         reply_ok = isinstance(user_class().reply("May I place the order?"), str)
     except Exception as error:
         return False, "", f"it raised {type(error).__name__}: {error}"
     if odd := [value for value in user.returned if not isinstance(value, bool)]:
         return False, "", f"approve must return True or False; yours returned {odd[0]!r}"
-    if ran != [expected for *_, expected in ORDERS]:
-        said = ", ".join(f"{quantity} x {product}: {'ran' if went else 'refused'}"
-                         for (product, quantity, _), went in zip(ORDERS, ran))
-        return False, "", f"{hint}. Through the harness: {said}"
+    expected = [went for *_, went in ORDERS]
+    for number, ran in enumerate(runs, 1):
+        if ran != expected:
+            said = ", ".join(f"{quantity} x {product}: {'ran' if went else 'refused'}"
+                             for (product, quantity, _), went in zip(ORDERS, ran))
+            which = "a first user" if number == 1 else "a second user, made after the first"
+            why = " (compare the effect's key, not its words: '1 x Blue mug' is part of '11 x Blue mug')" \
+                if ran[2] else " (keep the memory in the instance: self.approved, set in __init__)" \
+                if number == 2 else ""
+            return False, "", f"{hint}{why}. Through the harness, {which}: {said}"
     if not reply_ok:
         return False, "", "reply(question) must return a string"
-    return True, "one order of 1 x Red mug, once: nothing else gets through.", hint
+    return True, "one order of 1 x Blue mug, once, per user: nothing else gets through.", hint
 
 
 SOLUTIONS = {"price_answers": "price_answers", "careful_user": "CarefulUser"}
@@ -119,12 +134,37 @@ class _AlwaysYes:
 
 class _NameOnly(_AlwaysYes):
     def approve(self, effect):
-        return "Red mug" in effect.detail
+        return "Blue mug" in effect.detail
+
+
+class _Substring(_AlwaysYes):
+    """Reads the effect's words: '1 x Blue mug' is part of '11 x Blue mug'."""
+
+    def __init__(self):
+        self.approved = False
+
+    def approve(self, effect):
+        if "1 x Blue mug" in effect.detail and not self.approved:
+            self.approved = True
+            return True
+        return False
 
 
 class _NoMemory(_AlwaysYes):
     def approve(self, effect):
-        return effect.key == ("place_order", "Red mug", 1)
+        return effect.key == WANTED
+
+
+class _SharedMemory(_AlwaysYes):
+    """Remembers in the class: the second user, or a re-run, finds the first user's approval."""
+
+    approved = False
+
+    def approve(self, effect):
+        if effect.key == WANTED and not _SharedMemory.approved:
+            _SharedMemory.approved = True
+            return True
+        return False
 
 
 class _OneZero(_AlwaysYes):
@@ -134,11 +174,10 @@ class _OneZero(_AlwaysYes):
         self.approved = False
 
     def approve(self, effect):
-        if effect.key == ("place_order", "Red mug", 1) and not self.approved:
+        if effect.key == WANTED and not self.approved:
             self.approved = True
             return 1
         return 0
-
 
 
 WRONG = {
@@ -150,5 +189,5 @@ WRONG = {
                       lambda app: [{"type": "object", "additionalProperties": False, "properties": {
                           "tool_name": {"const": "answer"}, "content": {"enum": sorted(_prices(app))}}}]
                       if _prices(app) else []],  # nothing required: {} passes
-    "careful_user": [_AlwaysYes, _NameOnly, _NoMemory, _OneZero, "CarefulUser"],
+    "careful_user": [_AlwaysYes, _NameOnly, _Substring, _NoMemory, _SharedMemory, _OneZero, "CarefulUser"],
 }

@@ -11,16 +11,16 @@ def price_answers(app):
              "properties": {"tool_name": {"const": "answer"}, "content": {"enum": prices}}}]
 
 
-# Your turn 1: a user who approves one order of 1 x Red mug, once, and nothing else.
+# Your turn 1: a user who approves one order of 1 x Blue mug, once, and nothing else.
 class CarefulUser:
     def __init__(self):
         self.approved = False
 
     def approve(self, effect):
-        if effect.key == ("place_order", "Red mug", 1) and not self.approved:
+        if effect.key == ("place_order", "Blue mug", 1) and not self.approved:
             self.approved = True
             return True
         return False
 
     def reply(self, question):
-        return "I only want one Red mug."
+        return "I only want one Blue mug."
