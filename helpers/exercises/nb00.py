@@ -32,6 +32,10 @@ def _create_arguments() -> set[str]:
 
 # Arguments that ask for another kind of output: the answer must constrain the reply through `nvext` alone.
 OTHER_CONSTRAINTS = {"response_format", "tools", "tool_choice", "functions", "function_call"}
+# Guided-decoding fields of other servers (vLLM's) and NIM's other constraints: beside or instead of `guided_json`,
+# they are not the NIM 1.x spelling of this request. Any other key (top_k, repetition_penalty...) may stand beside.
+OTHER_SPELLINGS = {"guided_json", "guided_choice", "guided_regex", "guided_grammar", "structured_outputs",
+                   "response_format"}
 
 
 def _schema_value(value: Any) -> Any:
@@ -59,11 +63,16 @@ def nim_fields(answer: Any) -> Verdict:
     body = answer.get("extra_body")
     if not isinstance(body, dict):
         return False, praise, "NIM reads guided JSON from the request body: the keyword argument `extra_body`."
-    if set(body) != {"nvext"} or not isinstance(body["nvext"], dict):
-        return False, praise, ("that is another server's spelling: NIM 1.x reads its extensions from one "
-                               "object, `nvext`, inside the body.")
-    if set(body["nvext"]) != {"guided_json"} or not _is_city_schema(_schema_value(body["nvext"]["guided_json"])):
+    if spelled := sorted(set(body) & OTHER_SPELLINGS):
+        return False, praise, (f"`{spelled[0]}` at the top of the body is another server's spelling (vLLM's): "
+                               "NIM 1.x reads guided JSON inside one object, `nvext`.")
+    if not isinstance(body.get("nvext"), dict):
+        return False, praise, "NIM 1.x reads its extensions from one object in the body: `extra_body={\"nvext\": {...}}`."
+    nvext = body["nvext"]
+    if "guided_json" not in nvext or not _is_city_schema(_schema_value(nvext["guided_json"])):
         return False, praise, "inside `nvext`, the key is `guided_json` and its value the schema itself, city_schema."
+    if other := sorted(set(nvext) & (OTHER_SPELLINGS - {"guided_json"})):
+        return False, praise, f"`{other[0]}` is a second constraint beside `guided_json`: ask for one."
     return True, praise, ""
 
 
@@ -111,6 +120,7 @@ WRONG = {
          "response_format": {"type": "json_object"}},  # a second constraint beside it
         {"temprature": 0, "extra_body": {"nvext": {"guided_json": _CITY_SCHEMA}}},  # not an argument of create
         {"extra_body": {"nvext": {"guided_json": _CITY_SCHEMA}, "guided_json": _CITY_SCHEMA}},  # two dialects
+        {"extra_body": {"nvext": {"guided_json": _CITY_SCHEMA, "guided_regex": ".*"}}},  # two constraints
         "nvext",
     ],
     "verdict_schema": [
@@ -128,5 +138,8 @@ WRONG = {
 
 # Other correct spellings the prompt allows: the check must accept each.
 RIGHT = {"nim_fields": [{"temperature": 0, "extra_body": {"nvext": {"guided_json": _CITY_SCHEMA}}},
+                        # other body fields NIM reads, beside its guided JSON
+                        {"extra_body": {"nvext": {"guided_json": _CITY_SCHEMA}, "top_k": 40}},
+                        {"extra_body": {"nvext": {"guided_json": _CITY_SCHEMA, "repetition_penalty": 1.0}}},
                         {"temperature": 0, "max_tokens": 40, "seed": 0,
                          "extra_body": {"nvext": {"guided_json": json.dumps(_CITY_SCHEMA)}}}]}

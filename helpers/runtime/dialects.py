@@ -41,7 +41,7 @@ DIALECTS: dict[str, str] = {
     "nvext": "NVIDIA NIM for LLMs 1.x: extra_body={'nvext': {'guided_json': schema}}",
     "structured_outputs": "vLLM >= 0.10.2, H Company: extra_body={'structured_outputs': {'json': schema}}",
     "guided_json": "vLLM <= 0.11: extra_body={'guided_json': schema}",
-    "response_format": "OpenAI, NIM for VLMs, llama.cpp, Ollama: response_format={'type': 'json_schema', ...}",
+    "response_format": "OpenAI, newer NIM, llama.cpp, Ollama: response_format={'type': 'json_schema', ...}",
     "json_object_schema": "llama-cpp-python: response_format={'type': 'json_object', 'schema': schema}",
     "prompt_only": "no constraint: the schema travels in the prompt alone",
 }
