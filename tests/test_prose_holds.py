@@ -13,6 +13,15 @@ specifics. Two rules, as tests:
 
 Either kind stays in the prose when its cell says it is **recorded** and links the page of docs/results.md that
 holds it. A number that merely appears somewhere in `data/`, `helpers/` or `docs/` no longer counts as known.
+
+Two more kinds, which a reading review found that the numbers missed:
+
+- a sentence that states what the model or the grammar did in a run, as a fact ("Every step is valid", "the grammar
+  completes it", "the model copied its example") holds for one run only: it asks (a question), hedges (may, often,
+  if, whether, look for...) or leaves the telling to the code;
+- a claim that a source documents or trains something ("NIM's documentation says", "Holo3 is trained to") is quoted
+  from the source, or linked; the sources the workshop holds are the Holo3 page, the Layer 2 article and the NIM
+  workshop's post, and a thing they do not say is the workshop's own, and says so.
 """
 from __future__ import annotations
 
@@ -141,3 +150,77 @@ def test_the_rules_see_a_run_figure_and_a_figure_from_nowhere_and_spare_the_code
     assert single_run_figures([run, quiet]) == unsourced_measurements([run, quiet]) == {}
     prose["source"] = [*prose["source"], " (recorded: [results](../docs/results.md#repairs))"]
     assert single_run_figures([run, prose]) == unsourced_measurements([run, prose]) == {}
+
+
+SENTENCE = re.compile(r"[^.!?\n]+(?:[.!?]|$)", re.MULTILINE)
+# What a run showed, stated as a fact: every step valid, the model or the grammar having done something.
+RUN_CLAIM = re.compile(r"\b(?:every|each|all|no) (?:step|reply|replies|answer|answers|token|tokens|call|calls) "
+                       r"(?:is|are|was|were) (?:valid|invalid|right|wrong|good|correct|accurate)\b|"
+                       r"\bthe (?:model|grammar)(?: then)? (?:took|picks|picked|chose|completes|completed|"
+                       r"copied|copies|answered|aborted|clicked|typed|wrote)\b", re.IGNORECASE)
+HEDGE = re.compile(r"\?|\b(?:may|might|can|could|often|usually|rarely|sometimes|tends?|if|whether|look|read|"
+                   r"watch|check|compare|see|try|likely|perhaps)\b", re.IGNORECASE)
+
+
+def run_claims(cells: list[dict]) -> dict[int, list[str]]:
+    """Markdown cell index -> its sentences that state a run's result as a fact, unhedged."""
+    found = {}
+    for index, cell in enumerate(cells):
+        if cell["cell_type"] != "markdown":
+            continue
+        claims = [sentence.strip() for sentence in SENTENCE.findall(prose(cell))
+                  if RUN_CLAIM.search(sentence) and not HEDGE.search(sentence)]
+        if claims:
+            found[index] = claims
+    return found
+
+
+# A source said to document or train something, or a server's engine named, without a quote or a link beside it.
+SOURCE_CLAIM = re.compile(r"\b(?:NIM|Holo3|H Company|vLLM)(?:'s)? (?:own )?(?:docs|documentation) (?:says?|recommends?|"
+                          r"tells?|warns?)\b|\bNIM documents\b|\b(?:Holo3|the model) (?:itself )?is trained to\b|"
+                          r"\bthe engine behind NIM\b", re.IGNORECASE)
+BACKED = re.compile(r'"[^"]{8,}"|\]\((?:https?://|\.\./)')
+
+
+def unbacked_source_claims(cells: list[dict]) -> dict[int, list[str]]:
+    """Markdown cell index -> its sentences that say what a source documents, without quoting it or linking it."""
+    found = {}
+    for index, cell in enumerate(cells):
+        if cell["cell_type"] != "markdown":
+            continue
+        claims = [sentence.strip() for sentence in SENTENCE.findall(source(cell))
+                  if SOURCE_CLAIM.search(sentence) and not BACKED.search(sentence)]
+        if claims:
+            found[index] = claims
+    return found
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
+def test_no_sentence_states_one_runs_result_as_a_fact(path):
+    cells = json.loads(path.read_text(encoding="utf-8"))["cells"]
+    found = run_claims(cells)
+    assert not found, f"ask, hedge, or let the code print it: markdown cell -> one run's result as a fact: {found}"
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
+def test_what_a_source_says_is_quoted_or_linked(path):
+    cells = json.loads(path.read_text(encoding="utf-8"))["cells"]
+    found = unbacked_source_claims(cells)
+    assert not found, f"quote the source, link it, or say it is the workshop's own: {found}"
+
+
+def test_the_new_rules_see_what_the_review_found_and_spare_a_hedge():
+    """The checks themselves, on the review's own sentences and on hedged or quoted ones."""
+    said = [{"cell_type": "markdown", "source": [text]} for text in (
+        "Every step is valid: is any good?", "Every step is valid. Is any good?",
+        "Where the grammar left a short list, the model chose: it picks the first token, the grammar completes it.",
+        "Check whether every step is valid.", "The model may have copied its example.")]
+    assert run_claims(said) == {1: ["Every step is valid."],
+                                2: ["Where the grammar left a short list, the model chose: it picks the first "
+                                    "token, the grammar completes it."]}
+    sources = [{"cell_type": "markdown", "source": [text]} for text in (
+        "NIM's documentation says to validate client-side anyway.", "Holo3 itself is trained to point at pixels.",
+        "xgrammar, the engine behind NIM's `guided_json`, closes objects.",
+        'The NIM workshop: "validate every reply client-side, even when the server guides it".',
+        "NIM's docs say so ([NIM](https://docs.nvidia.com/nim/)).")]
+    assert sorted(unbacked_source_claims(sources)) == [0, 1, 2]
