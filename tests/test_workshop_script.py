@@ -1,5 +1,5 @@
 """./workshop on any laptop: its commands and their help, bash 3.2 (macOS), up-front checks with install hints, a
-broken .venv rebuilt.
+broken .venv it made rebuilt (and one it did not make left alone).
 
 Bash 3.2 itself is not available here, so its one trap the script could fall into, an empty array expanded
 under `set -u`, is checked in the script's text, alongside shellcheck and a run in POSIX mode.
@@ -140,14 +140,22 @@ def test_a_failed_venv_creation_leaves_nothing_half_made(tmp_path):
     assert result.returncode == 1 and "sudo apt install python3-venv" in result.stderr and not venv.exists()
 
 
+def made_by_workshop(venv: Path) -> Path:
+    """Leaves the mark ./workshop leaves in a venv it makes, before it runs `python -m venv`."""
+    venv.mkdir(parents=True, exist_ok=True)
+    (venv / ".made-by-workshop").write_text("./workshop made this virtual environment\n")
+    return venv
+
+
 @pytest.mark.slow
 def test_a_half_made_venv_is_rebuilt_and_a_missing_compiler_is_named_before_pip(tmp_path):
-    venv = tmp_path / "venv"
+    venv = made_by_workshop(tmp_path / "venv")
     subprocess.run([BASE_PYTHON, "-m", "venv", "--without-pip", venv], check=True)  # what a failed creation leaves
     result = run(str(SCRIPT), "test", env={"PYTHON": str(BASE_PYTHON), "WORKSHOP_VENV": str(venv),
                                            "PATH": fake_path(tmp_path)})
-    assert "Rebuilding" in result.stdout and "left half done" in result.stdout
+    assert "Rebuilding" in result.stdout and "cannot run pip" in result.stdout
     assert subprocess.run([venv / "bin" / "python", "-m", "pip", "--version"]).returncode == 0
+    assert (venv / ".made-by-workshop").is_file()  # made again, and marked again
     assert result.returncode == 1 and "needs a C and a C++ compiler" in result.stderr
     assert "build-essential" in result.stderr and "--wheelhouse" in result.stderr
     assert "Installing" not in result.stdout  # said before pip, not after minutes of it
@@ -155,8 +163,7 @@ def test_a_half_made_venv_is_rebuilt_and_a_missing_compiler_is_named_before_pip(
 
 @pytest.mark.slow
 def test_a_venv_made_by_another_python_is_rebuilt(tmp_path):
-    venv = tmp_path / "venv"
-    (venv / "pyvenv.cfg").parent.mkdir()
+    venv = made_by_workshop(tmp_path / "venv")
     (venv / "pyvenv.cfg").write_text("home = /another/python/bin\n")
     script(venv / "bin" / "python", 'if [ "$2" = pip ]; then echo "pip 24.0"; exit 0; fi\necho "/another/python 3 10"\n')
     result = run(str(SCRIPT), "test", env={"PYTHON": str(BASE_PYTHON), "WORKSHOP_VENV": str(venv),
@@ -164,6 +171,23 @@ def test_a_venv_made_by_another_python_is_rebuilt(tmp_path):
     assert "made by another Python (/another/python 3 10)" in result.stdout
     assert f"home = {BASE_PYTHON.parent}" in (venv / "pyvenv.cfg").read_text()
     assert result.returncode == 1 and "needs a C and a C++ compiler" in result.stderr
+
+
+@pytest.mark.parametrize("python", ['exit 1\n', 'if [ "$2" = pip ]; then exit 0; fi\necho "/another/python 3 10"\n'],
+                         ids=["its python fails", "another python made it"])
+def test_a_venv_the_script_did_not_make_is_never_deleted(tmp_path, python):
+    """Instant. WORKSHOP_VENV pointing at a venv of one's own: when its Python fails, or is another than the
+    script's, the script says what is wrong and what to do, and deletes nothing (L8 of issue 47)."""
+    venv = tmp_path / "mine"
+    (venv / "pyvenv.cfg").parent.mkdir()
+    (venv / "pyvenv.cfg").write_text("home = /another/python/bin\n")
+    (venv / "notes.txt").write_text("mine")
+    script(venv / "bin" / "python", python)
+    result = run(str(SCRIPT), "lab", env={"PYTHON": str(BASE_PYTHON), "WORKSHOP_VENV": str(venv)})
+    assert result.returncode == 1 and "Rebuilding" not in result.stdout
+    assert "./workshop did not make this virtual environment" in result.stderr
+    assert f"rm -rf '{venv}'" in result.stderr and "WORKSHOP_VENV" in result.stderr
+    assert (venv / "notes.txt").read_text() == "mine" and (venv / "bin" / "python").is_file()
 
 
 @pytest.mark.parametrize("command", ["status", "stop"])
