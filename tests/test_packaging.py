@@ -1,6 +1,7 @@
 """Installing the workshop prints no deprecation: the licence is an SPDX expression (PEP 639), built by a setuptools
-that reads it, the same range wherever the workshop names setuptools; LICENSE is Apache-2.0's own text, and NOTICE
-names what the workshop runs or quotes from others."""
+that reads it, the same range wherever the workshop names setuptools; the package declares what its code imports, at
+the versions it needs; LICENSE is Apache-2.0's own text, and NOTICE names what the workshop runs or quotes from
+others."""
 from __future__ import annotations
 
 import hashlib
@@ -11,7 +12,9 @@ import sys
 from importlib.metadata import version
 from pathlib import Path
 
+from packaging.requirements import Requirement
 from packaging.specifiers import SpecifierSet
+from packaging.utils import canonicalize_name
 
 ROOT = Path(__file__).resolve().parent.parent
 PYPROJECT = (ROOT / "pyproject.toml").read_text()
@@ -58,6 +61,17 @@ def test_the_metadata_builds_without_a_deprecation(tmp_path):
     metadata = (tmp_path / "out" / result.stdout.split()[-1] / "METADATA").read_text()
     assert "License-Expression: Apache-2.0" in metadata
     assert "License-File: LICENSE" in metadata and "License-File: NOTICE" in metadata
+
+
+def test_pyproject_declares_what_the_code_uses():
+    """Instant. pydantic 2.12 brought Field(exclude_if=...), which the server's reply models rely on (2.11 ignores
+    it); Pillow is imported by the store and the backends, and 10.1 brought ImageFont.load_default(size=...);
+    openai before 1.55.3 breaks on httpx 0.28."""
+    block = re.search(r"^dependencies = \[(.*?)^\]", PYPROJECT, re.MULTILINE | re.DOTALL)
+    declared = {canonicalize_name(r.name): r.specifier for r in map(Requirement, re.findall(r'"([^"]+)"', block[1]))}
+    assert "2.11.9" not in declared["pydantic"] and "2.12.0" in declared["pydantic"]
+    assert "10.0.1" not in declared["pillow"] and "10.1.0" in declared["pillow"]
+    assert "1.55.2" not in declared["openai"] and "1.55.3" in declared["openai"]
 
 
 def test_license_is_the_apache_2_text():
