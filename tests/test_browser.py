@@ -31,7 +31,7 @@ GRAMMAR_RED, MODEL_BLUE = "rgb(248, 201, 196)", "rgb(198, 221, 245)"  # helpers.
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow,
               pytest.mark.skipif(not (CHROMIUM and DRIVER), reason=f"no Chromium or its driver here: {INSTALL}")]
-webdriver = pytest.importorskip("selenium.webdriver", reason="selenium is in requirements.txt: ./workshop test installs it")
+webdriver = pytest.importorskip("selenium.webdriver", reason="selenium is in requirements-test.txt: ./workshop test installs it")
 from selenium.webdriver.common.by import By  # noqa: E402
 from selenium.webdriver.common.keys import Keys  # noqa: E402
 from selenium.webdriver.support.ui import WebDriverWait  # noqa: E402

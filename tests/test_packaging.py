@@ -38,12 +38,16 @@ def test_the_licence_is_an_spdx_expression_with_its_files():
 
 
 def test_every_place_that_names_setuptools_names_the_builds_range():
+    """Instant. The locks' setuptools builds the editable install (--no-build-isolation): the range is requirements.txt's,
+    which the locks are compiled from."""
     wanted = build_setuptools()
-    assert SpecifierSet(wanted.removeprefix("setuptools")).contains("77.0.3")
-    assert not SpecifierSet(wanted.removeprefix("setuptools")).contains("76.1.0"), "76 reads no SPDX licence"
-    workshop = (ROOT / "workshop").read_text()
+    allowed = SpecifierSet(wanted.removeprefix("setuptools"))
+    assert allowed.contains("77.0.3") and not allowed.contains("76.1.0"), "76 reads no SPDX licence"
     requirements = (ROOT / "requirements.txt").read_text()
-    assert f'"{wanted}"' in workshop and re.search(rf"^{re.escape(wanted)}\s", requirements, re.MULTILINE)
+    assert re.search(rf"^{re.escape(wanted)}\s", requirements, re.MULTILINE)
+    for lock in ("requirements.lock", "requirements-test.lock"):
+        [locked] = re.findall(r"^setuptools==(\S+) ", (ROOT / lock).read_text(), re.MULTILINE)
+        assert allowed.contains(locked), lock
 
 
 def test_the_metadata_builds_without_a_deprecation(tmp_path):

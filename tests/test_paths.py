@@ -15,7 +15,7 @@ CHECKOUT = Path(__file__).resolve().parent.parent
 def test_the_data_folder_is_the_one_beside_the_package():
     assert paths.ROOT == Path(helpers.__file__).resolve().parent.parent == CHECKOUT
     assert paths.DATA == CHECKOUT / "data" and (paths.DATA / "knowledge_base.json").is_file()
-    assert paths.CONSTRAINTS.is_file()
+    assert paths.LOCK.is_file() and paths.TEST_LOCK.is_file()
 
 
 def test_every_module_reads_the_one_constant():

