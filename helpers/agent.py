@@ -373,7 +373,8 @@ def proposal(turn: Turn) -> str:
     then what became of it: refused by the turn's schema (the ladder fell back to an abort), allowed or refused by
     the harness, or run with no harness to ask."""
     call = (turn.step or {}).get("tool_call") or {}
-    said = ", ".join(f"{json.dumps(value)[:28]}" for key, value in call.items() if key not in ("tool_name", "x", "y"))
+    said = ", ".join(json.dumps(value if not isinstance(value, str) or len(value) <= 24 else value[:24] + "...")
+                     for key, value in call.items() if key not in ("tool_name", "x", "y"))
     verdict = "not a valid step" if turn.step is None else "no step this turn allows: the ladder's abort" \
         if turn.rung == "fallback" else "ran (no harness)" if turn.decision is None else "allowed" \
         if turn.decision["allowed"] else f"refused: {turn.decision['cause']}"
@@ -382,15 +383,19 @@ def proposal(turn: Turn) -> str:
 
 def proposals(episodes: dict[str, Episode]) -> str:
     """Episodes side by side, one row each (a Markdown table): the goal as the model read it and what the user said,
-    each step the model proposed and what the schema and the harness made of it, and how the episode ended."""
-    rows = ["| run | the goal, and the user | the model proposed, and what became of it | outcome |", "|---|---|---|---|"]
+    each step the model proposed and what the schema and the harness made of it, every order that ran (approved by
+    the user, or with nobody asked), and how the episode ended."""
+    rows = ["| run | the goal, and the user | the model proposed, and what became of it | what ran that cannot be undone "
+            "| outcome |", "|---|---|---|---|---|"]
     for label, episode in episodes.items():
         goal = Goal.model_validate(episode.goal).describe() if episode.goal else "none read"
         said = {True: "confirmed", False: "refused", None: "nobody asked"}[episode.goal_confirmed]
         reading = f"{goal}: {said}" if episode.goal_source == "model" else \
             f"{goal} (the task's own): {said}" if episode.goal_source else "-"
         steps = "<br>".join(f"{number}. {proposal(turn)}" for number, turn in enumerate(episode.turns, 1)) or "-"
-        cells = [label, reading, steps, episode.outcome]
+        ran = "<br>".join(f"{e['detail']} ({'approved' if e['asked'] else 'nobody asked'})"
+                          for e in episode.side_effects if e["executed"] and e["action"] == "place_order") or "-"
+        cells = [label, reading, steps, ran, episode.outcome]
         rows.append("| " + " | ".join(cell.replace("|", "\\|") for cell in cells) + " |")
     return conceal("\n".join(rows))
 
