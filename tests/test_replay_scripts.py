@@ -1,12 +1,15 @@
 """The replay scripts notebook 06 runs: forged approvals and a retried order, labelled as scripts, and what stops them;
 and the learner's own replies, played as the model's with the learner's user asked (`play`). Each line goes through
 the ladder, the turn's schema and the harness like a model's reply. No model: instant to a few seconds each."""
+import runpy
+
 from helpers.agent import run_episode
 from helpers.loop import ReplayPolicy
 from helpers.grounding import NARROWINGS
 from helpers.agent import proposals
 from helpers.replay import (click_call, forged_approvals, play, reply_line, retried_order, stopped_by,
                             walk_to_product)
+from helpers.runtime.paths import ROOT
 from helpers.world.tasks import at_start, injected_tasks, load_tasks, start_app
 
 TASKS = {task.id: task for task in load_tasks()}
@@ -44,20 +47,8 @@ def test_stopped_by_reads_nothing_when_every_turn_after_the_walk_ran():
 RETRY = next(task for task in injected_tasks() if task.id == "confirm_retry")
 
 
-class Careful:
-    """A learner's CarefulUser, as notebook 06's worked solution writes it."""
-
-    def __init__(self):
-        self.approved = False
-
-    def approve(self, effect):
-        if effect.key == ("place_order", "Blue mug", 1) and not self.approved:
-            self.approved = True
-            return True
-        return False
-
-    def reply(self, question):
-        return "I only want one Blue mug."
+# The learner's CarefulUser, as notebook 06's worked solution writes it.
+Careful = runpy.run_path(str(ROOT / "notebooks" / "solutions" / "06.py"))["CarefulUser"]
 
 
 class SaysYes:
