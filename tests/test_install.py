@@ -196,7 +196,16 @@ def test_a_silent_command_still_prints_elapsed_time_lines(capsys):
     texts = [line[8:] for line in lines]
     assert texts[0].startswith("building a wheel: ") and texts[1] == "Building wheel" and texts[-2:] == [
         "ok", "done: building a wheel"]
-    assert "still building a wheel (last from pip: Building wheel)" in texts[2:-2]
+    assert "still building a wheel" in texts[2:-2]  # one short line: no tail of pip's last words
+
+
+def test_the_silence_line_names_only_what_is_being_done(capsys):
+    """Instant. The build's line is long (why, how long, where it is kept); while pip is silent only its first clause
+    repeats, once a minute by default."""
+    install.run_with_progress(SILENT_STEP, "building llama-cpp-python==1 from source, since no wheel: about 5 "
+                                           "minutes (kept in /x)", every=0.2)
+    assert "still building llama-cpp-python==1 from source" in capsys.readouterr().out.splitlines()[2][8:]
+    assert install.HEARTBEAT_SECONDS == 60
 
 
 def test_a_failing_command_reports_its_exit_code(capsys):
@@ -226,20 +235,39 @@ def given(command: list[str]) -> str:
     return Path(command[command.index("-r") + 1]).read_text()
 
 
-def fake_pip_wheel(monkeypatch, code: int = 0, tag: str = "py3-none-linux_x86_64"):
-    """Replaces pip: a `pip wheel` that writes an empty wheel of the pinned llama-cpp-python into its --wheel-dir;
-    returns the commands with the requirements each was given."""
+def fake_pip_wheel(monkeypatch, code: int = 0, tag: str = "py3-none-linux_x86_64", index_has_it: bool = False):
+    """Replaces pip: a `pip download` from the CPU index that fetches the pinned llama-cpp-python's wheel when
+    `index_has_it` (else fails, as with no wheel for this machine or no network), and a `pip wheel` that writes an
+    empty wheel of it into its --wheel-dir; returns the commands with the requirements each was given."""
     commands = []
+    (pinned,) = install.pins([install.LLAMA_CPP])
+    name = f"{pinned.replace('-', '_').replace('==', '-')}"
 
     def run(command, doing, every, out):
+        if command[3] == "download":
+            commands.append((command, None))
+            if index_has_it:
+                (Path(command[command.index("--dest") + 1]) / f"{name}-py3-none-manylinux2014_x86_64.whl").write_bytes(b"")
+            return 0 if index_has_it else 1
         commands.append((command, given(command)))
-        (pinned,) = install.pins([install.LLAMA_CPP])
-        folder = Path(command[command.index("--wheel-dir") + 1])
-        (folder / f"{pinned.replace('-', '_').replace('==', '-')}-{tag}.whl").write_bytes(b"")
+        (Path(command[command.index("--wheel-dir") + 1]) / f"{name}-{tag}.whl").write_bytes(b"")
         return code
 
     monkeypatch.setattr(install, "run_with_progress", run)
     return commands
+
+
+def test_the_machine_wheel_comes_from_the_cpu_index_first_and_nothing_is_compiled(tmp_path, monkeypatch):
+    """Instant: pip is replaced. Issue 49: the laptop path asks the index the Colab path asks, exactly the pin,
+    wheels only, and builds nothing when it has one."""
+    commands = fake_pip_wheel(monkeypatch, index_has_it=True)
+    wheel = install.machine_wheel(tmp_path / "wheels")
+    [(fetch, _)] = commands
+    (pinned,) = install.pins([install.LLAMA_CPP])
+    assert fetch[3] == "download" and fetch[-1] == pinned and {"--no-deps", "--only-binary"} <= set(fetch)
+    assert fetch[fetch.index("--index-url") + 1] == install.LLAMA_CPP_CPU_WHEELS
+    assert wheel.parent == tmp_path / "wheels" and "manylinux" in wheel.name
+    assert install.machine_wheel(tmp_path / "wheels") == wheel and len(commands) == 1
 
 
 def test_the_machine_wheel_is_built_once_portably_and_kept(tmp_path, monkeypatch):
@@ -247,13 +275,14 @@ def test_the_machine_wheel_is_built_once_portably_and_kept(tmp_path, monkeypatch
     commands = fake_pip_wheel(monkeypatch)
     wheel = install.machine_wheel(tmp_path / "wheels")
     assert wheel.parent == tmp_path / "wheels" and wheel.is_file()
-    [(command, source)] = commands
+    [(fetch, _), (command, source)] = commands
+    assert fetch[3] == "download"  # the index had no wheel: then, and only then, the build
     assert command[1:4] == ["-m", "pip", "wheel"] and "--require-hashes" in command
     assert source == install.lock_text(LOCK, lambda name: name == install.LLAMA_CPP)
     assert source.startswith(install.pins([install.LLAMA_CPP])[0] + " \\\n    --hash=sha256:")
     # pip's own cache may hold a native build under the same name: the machine's wheel is built, not fetched
     assert "--no-deps" in command and "--no-cache-dir" in command
-    assert install.machine_wheel(tmp_path / "wheels") == wheel and len(commands) == 1
+    assert install.machine_wheel(tmp_path / "wheels") == wheel and len(commands) == 2
     assert [path.name for path in wheel.parent.iterdir()] == [wheel.name]
 
 

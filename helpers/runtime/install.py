@@ -1,5 +1,5 @@
-"""Installs that say what they are doing: every pip line with the elapsed time, and a line at least every
-20 seconds while pip is silent (a source build of llama-cpp-python is minutes of silence).
+"""Installs that say what they are doing: every pip line with the elapsed time, and one short line a minute while
+pip is silent (a source build of llama-cpp-python is minutes of silence).
 
     python -m helpers.runtime.install lock requirements.lock [--wheelhouse DIR]   # ./workshop lab (and test)
     python -m helpers.runtime.install wheelhouse DIR                              # ./workshop wheelhouse
@@ -12,10 +12,13 @@ is installed on its own, first: PyPI has only its source archive, whose hash the
 installs is a wheel built from that archive once per machine (`machine_wheel`, checking the archive's hash), or the
 one a wheelhouse carries; no lock can know that wheel's hash. `install_llama_cpp` is the one place it comes from.
 
-`machine_wheel` is how a machine compiles llama-cpp-python once: the pinned version's portable wheel is built the
-first time an environment needs it, kept in MACHINE_WHEELS, and installed from then on, into every checkout's
-`.venv`, every wheelhouse and the Colab matrix's runtimes (tests/test_colab_matrix.py). pip's own wheel cache cannot
-be that store: its key ignores CMAKE_ARGS, so it may serve a native build made earlier under the same name.
+`machine_wheel` is how a machine gets llama-cpp-python once: the pinned version's wheel from the CPU index its
+authors publish, as the Colab path asks it, else (no wheel of the pin for this machine, or no network) its portable
+build from source, minutes on 2 cores; either is kept in MACHINE_WHEELS and installed from then on, into every
+checkout's `.venv`, every wheelhouse and the Colab matrix's runtimes (tests/test_colab_matrix.py). The index's wheel
+is not on PyPI, so no lock holds its hash: it is trusted as the Colab path trusts it, over HTTPS from its authors'
+index. pip's own wheel cache cannot be that store: its key ignores CMAKE_ARGS, so it may serve a native build made
+earlier under the same name.
 
 `install_embedded` is what the notebooks' setup cell needs where the embedded model is missing (Colab):
 the model's three packages at the versions in `requirements.lock`, and only those, since re-pinning Colab's
@@ -48,7 +51,8 @@ from typing import TextIO
 
 from helpers.runtime.paths import LOCK, ROOT, TEST_LOCK
 
-HEARTBEAT_SECONDS = 20.0  # the promise is a line at least every 30 s; 20 leaves room for a slow notebook front-end
+# One short line a minute while pip is silent: enough to see it is alive, few enough not to read as trouble.
+HEARTBEAT_SECONDS = 60.0
 # Documented in llama-cpp-python's README ("Pre-built Wheel (New)", CPU): wheels for common platforms.
 LLAMA_CPP_CPU_WHEELS = "https://abetlen.github.io/llama-cpp-python/whl/cpu"
 LLAMA_CPP = "llama-cpp-python"
@@ -106,8 +110,8 @@ def clock(seconds: float) -> str:
 
 def run_with_progress(command: Sequence[str], doing: str, every: float = HEARTBEAT_SECONDS,
                       out: TextIO | None = None) -> int:
-    """Run `command`, echoing its output with the elapsed time, and saying `still {doing}` after `every` s of
-    silence; returns its exit code."""
+    """Run `command`, echoing its output with the elapsed time, and saying `still {doing}` (its first clause) after
+    `every` s of silence; returns its exit code."""
     out = out or sys.stdout
     started = time.monotonic()
 
@@ -125,12 +129,11 @@ def run_with_progress(command: Sequence[str], doing: str, every: float = HEARTBE
         lines.put(None)
 
     threading.Thread(target=read, daemon=True).start()
-    last = ""
+    short = doing.split(",")[0].split(" (")[0]
     while (line := _next_line(lines, every)) is not None:
         if line == "":
-            say(f"still {doing}" + (f" (last from pip: {last})" if last else ""))
+            say(f"still {short}")
         elif (text := line.rstrip()) and not text.startswith(QUIET_PREFIX):
-            last = text.strip()[:120]
             say(text)
     code = process.wait()
     say(f"done: {doing}" if code == 0 else f"failed (exit code {code}): {doing}")
@@ -189,23 +192,30 @@ def install_embedded(missing: Sequence[str], lock: Path = LOCK, every: float = H
 
 def machine_wheel(folder: Path = MACHINE_WHEELS, lock: Path = LOCK, every: float = HEARTBEAT_SECONDS,
                   out: TextIO | None = None) -> Path:
-    """The pinned llama-cpp-python's portable wheel in `folder`, built from source the first time (minutes on 2
-    cores; seconds once it is there), from the source archive whose hash `lock` holds. A py3-none wheel, as the CPU
-    index serves: one build serves every CPython."""
+    """The pinned llama-cpp-python's wheel in `folder`: the first time, its authors' CPU index's (seconds), else one
+    built portably from the source archive whose hash `lock` holds (minutes on 2 cores). A py3-none wheel either way:
+    one serves every CPython."""
     (pinned,) = pins([LLAMA_CPP], lock)
     pattern = f"{pinned.replace('-', '_').replace('==', '-')}-py3-none-*.whl"
     if found := sorted(folder.glob(pattern)):
         return found[0]
     folder.mkdir(parents=True, exist_ok=True)
-    # Built beside its final place and moved in whole, so a build that fails or runs twice at once leaves no part.
+    # Fetched or built beside its final place and moved in whole, so a step that fails or runs twice at once leaves
+    # no part.
     with tempfile.TemporaryDirectory(dir=folder, prefix=".building-") as building:
-        source = Path(building, "source.txt")
-        source.write_text(lock_text(lock, lambda name: name == LLAMA_CPP), encoding="utf-8")
-        command = [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-cache-dir", "--require-hashes",
-                   "--progress-bar", "off", "--wheel-dir", building, "-r", str(source)]
-        doing = f"building {pinned} from source, once for this machine (kept in {folder})"
-        if run_with_progress(command, doing, every, out) != 0:
-            raise RuntimeError(f"{doing} failed; pip's reason is in the lines above")
+        fetch = [sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary", ":all:", "--progress-bar",
+                 "off", "--index-url", LLAMA_CPP_CPU_WHEELS, "--dest", building, pinned]
+        fetched = run_with_progress(fetch, f"asking its authors' CPU index for the {pinned} wheel, once for this "
+                                           f"machine (kept in {folder})", every, out) == 0
+        if not (fetched and sorted(Path(building).glob(pattern))):
+            source = Path(building, "source.txt")
+            source.write_text(lock_text(lock, lambda name: name == LLAMA_CPP), encoding="utf-8")
+            command = [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-cache-dir", "--require-hashes",
+                       "--progress-bar", "off", "--wheel-dir", building, "-r", str(source)]
+            doing = (f"building {pinned} from source, since no wheel of it for this machine was found: about 5 "
+                     f"minutes on 2 cores, up to 12 on a slow laptop, once (kept in {folder})")
+            if run_with_progress(command, doing, every, out) != 0:
+                raise RuntimeError(f"{doing} failed; pip's reason is in the lines above")
         built = sorted(Path(building).glob(pattern))
         if not built:
             raise RuntimeError(f"pip built no {pattern} in {building}")
