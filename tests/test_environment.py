@@ -94,7 +94,7 @@ def test_a_workshop_port_that_is_not_a_port_is_one_line_not_a_traceback(embedded
     embedded_env.setenv("WORKSHOP_PORT", "abc")
     assert environment.main(["--check"]) == 2
     error = capsys.readouterr().err
-    assert error == ("error: WORKSHOP_PORT='abc' is not a port: unset it to let the server take any free port, or set "
+    assert error == ("error: WORKSHOP_PORT='abc' (from the environment) is not a port: unset it to let the server take any free port, or set "
                      "it to the number of a free one\n")
 
 

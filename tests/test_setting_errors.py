@@ -18,7 +18,7 @@ from helpers.runtime.settings import BackendError, SettingError
 
 ROOT = Path(__file__).resolve().parent.parent
 NAMES = ["WORKSHOP_BACKEND", "WORKSHOP_MODEL", "WORKSHOP_DIALECT", "WORKSHOP_IMAGES", "NVIDIA_API_KEY", "HAI_API_KEY",
-         "OPENAI_BASE_URL", "OPENAI_API_KEY"]
+         "OPENAI_BASE_URL", "OPENAI_API_KEY", "WORKSHOP_PORT", "WORKSHOP_KEEP_SERVER"]
 
 
 @pytest.fixture(autouse=True)
@@ -110,3 +110,15 @@ def test_the_probes_advice_names_the_setting_it_came_from():
     assert result.advice("guided_json", by_setting=True) == (
         "Warning: the active dialect, guided_json, was ignored: guided requests run unconstrained, like prompt-only. "
         "Fix: unset WORKSHOP_DIALECT (now guided_json) or set it to response_format, and restart the kernel.")
+
+
+def test_the_servers_settings_are_read_from_the_dotenv_file_too(checkout):
+    """Instant. docs/backends.md says settings come from the environment, then `.env`: WORKSHOP_PORT and
+    WORKSHOP_KEEP_SERVER were read from the environment alone, and a `.env` that set them was silently ignored."""
+    from helpers.runtime.embedded import ServerError, keep_server, requested_port
+
+    (checkout / ".env").write_text("WORKSHOP_PORT=8123\nWORKSHOP_KEEP_SERVER=1\n")
+    assert requested_port() == 8123 and keep_server()
+    (checkout / ".env").write_text("WORKSHOP_PORT=eighty\n")
+    with pytest.raises(ServerError, match=rf"WORKSHOP_PORT='eighty' \(from {checkout / '.env'}\) is not a port"):
+        requested_port()

@@ -42,6 +42,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from helpers.runtime.settings import as_set, setting
 
 MODEL_ID = "smollm2-135m-instruct"
 HOST = "127.0.0.1"
@@ -96,14 +97,15 @@ def current_user() -> str:
 
 
 def requested_port(port: int | None = None) -> int | None:
-    """The port asked for (the argument, else WORKSHOP_PORT); None for any free one."""
+    """The port asked for (the argument, else WORKSHOP_PORT, read where every setting is: the environment, `.env`,
+    Colab's secrets); None for any free one."""
     if port is not None:
         return port
-    value = os.environ.get(PORT_VARIABLE, "").strip()
+    value = setting(PORT_VARIABLE) or ""
     if not value:
         return None
     if not value.isdigit() or not 0 < int(value) < 65536:
-        raise ServerError(f"{PORT_VARIABLE}={value!r} is not a port: unset it to let the server take any free port, "
+        raise ServerError(f"{as_set(PORT_VARIABLE)} is not a port: unset it to let the server take any free port, "
                           "or set it to the number of a free one")
     return int(value)
 
@@ -293,9 +295,10 @@ def in_kernel() -> bool:
 
 
 def keep_server() -> bool:
-    value = os.environ.get(KEEP_VARIABLE, "").strip()
+    """WORKSHOP_KEEP_SERVER, read where every setting is (the environment, `.env`, Colab's secrets)."""
+    value = setting(KEEP_VARIABLE) or ""
     if value not in ("", "0", "1"):
-        raise ServerError(f"{KEEP_VARIABLE}={value!r}: set it to 1 to keep the server after the script that starts "
+        raise ServerError(f"{as_set(KEEP_VARIABLE)}: set it to 1 to keep the server after the script that starts "
                           "it, or unset it")
     return value == "1"
 

@@ -7,6 +7,7 @@ port). Those marked `integration` start the real one.
 import http.server
 import json
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -188,7 +189,8 @@ def test_another_users_folder_is_never_read(home):
 @pytest.mark.parametrize("value", ["abc", "0", "70000", "-1", "8765x"])
 def test_a_workshop_port_that_is_not_a_port_is_one_line_that_says_what_to_do(home, monkeypatch, value):
     monkeypatch.setenv(control.PORT_VARIABLE, value)
-    with pytest.raises(ServerError, match=f"WORKSHOP_PORT='{value}' is not a port: unset it .* or set it to the"):
+    with pytest.raises(ServerError, match=rf"WORKSHOP_PORT='{re.escape(value)}' \(from the environment\) is not a port: "
+                                          "unset it .* or set it to the"):
         ensure_server()
 
 
@@ -196,7 +198,7 @@ def test_the_command_line_says_a_wrong_setting_in_one_line(home, monkeypatch, ca
     monkeypatch.setenv(control.PORT_VARIABLE, "abc")
     assert control.main(["stop"]) == control.SETTING_EXIT
     error = capsys.readouterr().err
-    assert error.startswith("error: WORKSHOP_PORT='abc' is not a port") and error.count("\n") == 1
+    assert error.startswith("error: WORKSHOP_PORT='abc' (from the environment) is not a port") and error.count("\n") == 1
 
 
 def junk_health(port: int) -> http.server.HTTPServer:
@@ -240,7 +242,7 @@ def test_a_script_gives_its_server_its_own_life_unless_asked_to_keep_it(home, mo
     monkeypatch.setenv(control.KEEP_VARIABLE, "1")
     assert control.owner_pid() is None and "--exit-with" not in control.server_command(None)
     monkeypatch.setenv(control.KEEP_VARIABLE, "yes please")
-    with pytest.raises(ServerError, match="WORKSHOP_KEEP_SERVER='yes please': set it to 1"):
+    with pytest.raises(ServerError, match=r"WORKSHOP_KEEP_SERVER='yes please' \(from the environment\): set it to 1"):
         control.owner_pid()
 
 
