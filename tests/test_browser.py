@@ -72,6 +72,7 @@ def lab(tmp_path_factory):
                f"--ServerApp.root_dir={home}", f"--LabApp.user_settings_dir={home / 'settings'}",
                f"--LabApp.workspaces_dir={home / 'workspaces'}",
                "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate", "--LabApp.extension_manager=readonly",
+               "--KernelManager.transport=ipc",  # as ./workshop lab starts its kernels
                *(["--allow-root"] if hasattr(os, "geteuid") and os.geteuid() == 0 else [])]  # CI's containers
     log = (home / "lab.log").open("w")
     process = subprocess.Popen(command, cwd=home, env=env, stdout=log, stderr=subprocess.STDOUT)

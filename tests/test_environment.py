@@ -118,3 +118,21 @@ def test_the_check_passes_on_the_embedded_model(server_url, capsys):
     out = capsys.readouterr().out
     assert "backend: embedded" in out and "The active dialect, response_format, is enforced." in out
     assert "guided round-trip in response_format: enforced," in out and "ready: the guided cells" in out
+
+
+@pytest.mark.integration
+def test_the_check_returns_once_the_server_it_started_has_exited(tmp_path):
+    """About 15 s: a model load and the probe. Before, the check returned while its server still ran (listed by
+    `./workshop status`), and the server left about 3 s later, when it saw its owner gone."""
+    import os
+    import subprocess
+    import sys
+
+    env = {**os.environ, "TMPDIR": str(tmp_path), "WORKSHOP_BACKEND": "embedded"}  # a server folder of its own
+    env.pop("WORKSHOP_PORT", None)
+    done = subprocess.run([sys.executable, "-m", "helpers.runtime.environment", "--check"], env=env,
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stdout + done.stderr
+    status = subprocess.run([sys.executable, "-m", "helpers.runtime.embedded", "status"], env=env,
+                            capture_output=True, text=True, timeout=60)
+    assert status.stdout.strip() == "no embedded server of yours is running", status.stdout

@@ -231,6 +231,15 @@ def test_status_runs_the_embedded_status(tmp_path):
     assert result.returncode == 0 and result.stdout == "args=-m helpers.runtime.embedded status\n"
 
 
+def test_the_lab_starts_its_kernels_over_this_users_local_sockets(tmp_path):
+    """Instant: the venv's python only echoes. IPC transport, not TCP: no other user reaches a kernel, and ipykernel
+    prints no "running over TCP without encryption" warning at every kernel start (issue 49)."""
+    venv = ready_venv(tmp_path / "venv", 'echo "args=$*"\n')
+    result = run(str(SCRIPT), "lab", "--port", "8890", env={"WORKSHOP_VENV": str(venv)})
+    lab = next(line for line in result.stdout.splitlines() if "-m jupyter lab" in line)
+    assert "--KernelManager.transport=ipc" in lab and lab.endswith("--port 8890")
+
+
 def test_the_setup_page_lists_every_command():
     table = (ROOT / "docs" / "setup.md").read_text()
     assert all(f"| `./workshop {command}" in table for command in COMMANDS)

@@ -178,6 +178,7 @@ class Running:
     code: str
     checkout: str
     key: str = field(repr=False)
+    owner: int | None = None  # the process it leaves with; None: it stays until stopped
 
     @property
     def url(self) -> str:
@@ -208,12 +209,12 @@ def claim(folder: Path, wait: float = 2.0) -> int:
     return lock
 
 
-def announce(folder: Path, port: int, key: str) -> None:
-    """Tell clients where this process serves and with which key: the key first, so a client that finds the port
-    finds the key too."""
+def announce(folder: Path, port: int, key: str, owner: int | None = None) -> None:
+    """Tell clients where this process serves and with which key (the key first, so a client that finds the port
+    finds the key too), and which process it leaves with (`owner`; None: it stays until stopped)."""
     write_private(folder / KEY, key)
     write_private(folder / ANNOUNCEMENT, json.dumps({"port": port, "pid": os.getpid(), "code": code_version(),
-                                                    "checkout": CHECKOUT}))
+                                                    "checkout": CHECKOUT, "owner": owner}))
 
 
 def withdraw(folder: Path, lock: int) -> None:
@@ -255,7 +256,7 @@ def find_server(port: int | None = None, folder: Path | None = None) -> Running 
         return None
     if pid is None or said.get("pid") != pid:
         return None  # left by a server that has gone, or one still loading its model
-    return Running(folder, int(said["port"]), pid, str(said["code"]), str(said["checkout"]), key)
+    return Running(folder, int(said["port"]), pid, str(said["code"]), str(said["checkout"]), key, said.get("owner"))
 
 
 def health(server: Running, timeout: float = 1.0) -> dict | None:
@@ -402,6 +403,14 @@ def stop_server(port: int | None = None, timeout: float = 10.0) -> bool:
     """Stop this checkout's server for `port` (see `server_folder`); False when none was running."""
     folder = server_folder(port, create=False)
     return folder is not None and _stop(folder, timeout)
+
+
+def stop_own_server(port: int | None = None, timeout: float = 10.0) -> bool:
+    """Stop this checkout's server for `port` if it would leave with this process anyway (a script that started it:
+    the pre-class check, the probe), and wait until it has: the script then ends with nothing left running. A
+    server a lab or a kernel started, or one kept, is not this process's to stop. False when none was stopped."""
+    running = find_server(port)
+    return running is not None and running.owner == os.getpid() and _stop(running.folder, timeout)
 
 
 def status() -> list[str]:

@@ -12,7 +12,7 @@ import sys
 
 from helpers.runtime.backends import choose_backend, connect
 from helpers.runtime.install import install_embedded
-from helpers.runtime.embedded import missing_embedded_packages
+from helpers.runtime.embedded import missing_embedded_packages, stop_own_server
 from helpers.runtime.probes import probe
 from helpers.runtime.profiles import Connection, dialect_by_setting
 from helpers.runtime.settings import BackendError
@@ -62,10 +62,12 @@ def main(argv: list[str] | None = None) -> int:
         parser.print_help()
         return 0
     try:
-        return 0 if check() else 1
+        ready = check()
     except BackendError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
+    stop_own_server()  # the check returns once the server it started has exited, not seconds later
+    return 0 if ready else 1
 
 
 if __name__ == "__main__":

@@ -639,7 +639,7 @@ def serve(port: int | None = None, quiet: bool = False, n_ctx: int = CONTEXT_TOK
         exit_with(owner_pid, server)
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))  # `stop` asks by SIGTERM: withdraw on the way out
     try:
-        announce(folder, server.server_address[1], key)
+        announce(folder, server.server_address[1], key, owner_pid)
         print(f"serving {MODEL_ID} on {base_url(server.server_address[1])} (pid {os.getpid()}, queue {queue_limit}); "
               f"its key is in {folder}", flush=True)
         server.serve_forever()
