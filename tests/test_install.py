@@ -303,6 +303,7 @@ def pip_runs(monkeypatch, tmp_path):
                         lambda command, doing, every, out: ran.append((command, given(command) if "-r" in command
                                                                        else None)) or 0)
     monkeypatch.setattr(install, "machine_wheel", lambda lock, every, out: tmp_path / "machine" / "llama.whl")
+    monkeypatch.setattr(install, "kernel_config", lambda: ran.append((["kernel_config"], None)))
     return ran
 
 
@@ -313,7 +314,8 @@ def test_a_laptop_installs_exactly_the_lock_and_llama_cpp_from_the_machines_whee
     of the lock with its hashes, nothing added; then helpers in place, with no index."""
     monkeypatch.setattr(install, "installed_version", lambda name: None)
     install.install_lock(lock)
-    [(llama, _), (rest, requirements), (helpers, _)] = pip_runs
+    [(llama, _), (rest, requirements), (helpers, _), (config, _)] = pip_runs
+    assert config == ["kernel_config"]  # last: the kernels of this environment load the workshop's hints
     (pinned,) = install.pins([install.LLAMA_CPP], lock)
     assert llama[-5:] == ["--no-deps", "--no-index", "--find-links", str(tmp_path / "machine"), pinned]
     assert {"--require-hashes", "--no-deps"} <= set(rest) and "--no-index" not in rest
@@ -328,7 +330,7 @@ def test_llama_cpp_already_at_the_pin_is_kept_and_a_wheelhouse_is_the_only_sourc
     (pinned,) = install.pins([install.LLAMA_CPP])
     monkeypatch.setattr(install, "installed_version", lambda name: pinned.partition("==")[2])
     install.install_lock(LOCK, tmp_path / "house")
-    [(rest, _), (helpers, _)] = pip_runs
+    [(rest, _), (helpers, _), _] = pip_runs
     assert rest[rest.index("--no-index"):rest.index("--no-index") + 3] == ["--no-index", "--find-links",
                                                                           str(tmp_path / "house")]
     assert "--no-index" in helpers
@@ -366,3 +368,13 @@ def test_the_command_line_installs_a_lock_or_collects_a_wheelhouse(monkeypatch, 
     monkeypatch.setattr(install, "install_lock", fails)
     assert install.main(["lock", "requirements.lock"]) == 1
     assert capsys.readouterr().err == "installing exactly requirements.lock failed\n"
+
+
+def test_the_environments_kernels_load_the_hints(tmp_path):
+    """Instant. Where ./workshop installs, every kernel of the environment loads helpers.runtime.hints (issue 49: a
+    core cell run before the Setup cell said only NameError)."""
+    path = install.kernel_config(tmp_path)
+    assert path == tmp_path / "etc" / "ipython" / "ipython_kernel_config.py"
+    namespace = {"c": type("Config", (), {"IPKernelApp": type("App", (), {})()})()}
+    exec(path.read_text(), namespace)
+    assert namespace["c"].IPKernelApp.extensions == ["helpers.runtime.hints"]

@@ -16,6 +16,7 @@
 | `schema_tree` | a JSON Schema as a tree: the one walk over its nodes, and the one `$ref` resolver       |
 | `environment` | the setup cell's `prepare()` and the pre-class check `python -m helpers.runtime.environment --check` |
 | `install`     | installing the embedded model's packages with progress                                  |
+| `hints`       | a kernel that says which cell a missing name comes from (the Setup cell's `conn`)        |
 | `paths`       | where the workshop's files are                                                          |
 | `interpreter` | which Python runs the workshop's modules, said in one line when it is the wrong one       |
 | `progress`    | progress as plain lines of text, readable on GitHub                                      |

@@ -266,10 +266,28 @@ def without_llama_cpp(lock: Path) -> Iterator[Path]:
 
 def install_lock(lock: Path = LOCK, wheelhouse: Path | None = None, every: float = HEARTBEAT_SECONDS,
                  out: TextIO | None = None) -> None:
-    """Install exactly `lock` into this Python, then `helpers` in place; raises when a step fails."""
+    """Install exactly `lock` into this Python, then `helpers` in place, and have its kernels load the workshop's
+    hints; raises when a step fails."""
     install_llama_cpp(lock, wheelhouse, every, out)
     with without_llama_cpp(lock) as rest:
         run_steps(lock_steps(lock, rest, wheelhouse), every, out)
+    kernel_config()
+
+
+KERNEL_CONFIG = """\
+# Written by ./workshop (helpers.runtime.install.kernel_config): every kernel of this environment says, under a
+# NameError, which cell defines the missing name (helpers/runtime/hints.py).
+c.IPKernelApp.extensions = ["helpers.runtime.hints"]
+"""
+
+
+def kernel_config(prefix: Path = Path(sys.prefix)) -> Path:
+    """The kernel configuration of the environment at `prefix`: IPython reads `etc/ipython` there for every kernel
+    the environment runs, and for nothing else."""
+    path = prefix / "etc" / "ipython" / "ipython_kernel_config.py"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(KERNEL_CONFIG, encoding="utf-8")
+    return path
 
 
 def collect_wheelhouse(folder: Path, lock: Path = TEST_LOCK, every: float = HEARTBEAT_SECONDS,
