@@ -5,14 +5,18 @@ and the same canned reply, valid JSON of the wrong shape, whatever the request a
 what a server does when it drops a guided-decoding field it does not know, or quietly falls back to
 "any JSON"; the probe must call it "ignored", never "guided". `refuse` can make it answer some
 requests with an error instead, as a real server does with a dialect it cannot read; `refuse_models`
-does the same for the model listing (GET /v1/models).
+does the same for the model listing (GET /v1/models). `enforce` names dialects it plays a guided server for,
+for the probe only: asked in one of them, it writes the probe's own token, which no unguided server writes.
 """
 from __future__ import annotations
 
 import json
 import threading
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+from helpers.runtime.client import dialect_sent
+from helpers.runtime.dialects import constraint_from_body
 
 MODEL = "fake-model"
 CANNED_REPLY = '{"answer": "yes"}'
@@ -41,8 +45,9 @@ class FakeServer:
     """`with FakeServer() as fake:` serves on 127.0.0.1 and a free port; `fake.bodies` holds what it received."""
 
     def __init__(self, refuse: Callable[[dict, Mapping], Refusal | None] = lambda body, headers: None,
-                 refuse_models: Callable[[Mapping], Refusal | None] = lambda headers: None):
-        self.refuse, self.refuse_models = refuse, refuse_models
+                 refuse_models: Callable[[Mapping], Refusal | None] = lambda headers: None,
+                 enforce: Collection[str] = ()):
+        self.refuse, self.refuse_models, self.enforce = refuse, refuse_models, set(enforce)
         self.bodies: list[dict] = []
         self._http = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
 
@@ -57,6 +62,13 @@ class FakeServer:
     def __exit__(self, *exc: object) -> None:
         self._http.shutdown()
         self._http.server_close()
+
+    def reply_to(self, body: dict) -> str:
+        """The canned reply; a probe object when `body` asks for one in a dialect this fake enforces."""
+        if dialect_sent(json.dumps(body)) not in self.enforce:
+            return CANNED_REPLY
+        token = constraint_from_body(body).value["properties"]["token"]["const"]
+        return json.dumps({"token": token, "answer": "yes", "detail": None})
 
     def _handler(self) -> type[BaseHTTPRequestHandler]:
         fake = self
@@ -93,6 +105,6 @@ class FakeServer:
                     self.end_headers()
                     self.wfile.write(data)
                 else:
-                    self._send(200, _completion(CANNED_REPLY))
+                    self._send(200, _completion(fake.reply_to(body)))
 
         return Handler

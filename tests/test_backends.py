@@ -18,7 +18,7 @@ from helpers.runtime.client import dialect_sent
 from helpers.runtime.dialects import DIALECTS, guided_json
 from helpers.runtime.probes import PROBE_ORDER, DialectCheck, ProbeResult, probe, probe_model
 from helpers.runtime.profiles import PROFILES
-from helpers.runtime.settings import BackendError
+from helpers.runtime.settings import BackendError, SettingError
 
 SCHEMA = {"type": "object"}
 ENV_NAMES = ["WORKSHOP_BACKEND", "WORKSHOP_MODEL", "WORKSHOP_DIALECT", "NVIDIA_API_KEY", "HAI_API_KEY",
@@ -106,11 +106,41 @@ def test_openai_backend_needs_a_base_url():
 def test_connect_to_a_keyed_backend_keeps_the_key_out_of_every_printout(monkeypatch):
     secret = "nvapi-" + "k" * 40
     monkeypatch.setenv("NVIDIA_API_KEY", secret)
-    connection = connect()
-    assert connection.client.api_key == secret
-    assert connection.client.base_url.host == "integrate.api.nvidia.com"
+    assert resolve_profile().base_url == "https://integrate.api.nvidia.com/v1"
+    with FakeServer(enforce={"nvext"}) as fake:  # a NIM of one's own, at NVIDIA_BASE_URL
+        monkeypatch.setenv("NVIDIA_BASE_URL", fake.base_url)
+        connection = connect()
+    assert connection.client.api_key == secret and str(connection.client.base_url).rstrip("/") == fake.base_url
     assert secret not in repr(connection) and secret not in connection.describe()
-    assert connection.profile.dialect == "nvext"
+    assert connection.profile.dialect == "nvext" and connection.profile.dialect_reason == "probed in order: nvext enforced"
+    assert [dialect_sent(json.dumps(body)) for body in fake.bodies] == ["nvext"]  # the documented one, enforced: done
+
+
+@pytest.mark.parametrize("server,picked,asked", [
+    ({"enforce": {"structured_outputs"}}, "structured_outputs", ["nvext", "response_format", "structured_outputs"]),
+    ({"enforce": {"structured_outputs"}, "refuse": lambda body, headers: (400, {"error": {"message": "no nvext"}})
+      if "nvext" in body else None}, "structured_outputs", ["nvext", "response_format", "structured_outputs"]),
+    ({}, "prompt_only", ["nvext", "response_format", "structured_outputs", "json_object_schema", "guided_json"]),
+], ids=["ignores-nvext", "refuses-nvext", "enforces-nothing"])
+def test_a_nim_that_ignores_or_refuses_nvext_is_never_trusted_with_it(monkeypatch, server, picked, asked):
+    """Instant: a fake server. Issue 49: the nvidia backend sent nvext unprobed; a server that ignored it let the
+    notebooks' guided cells run unguided, and one that refused it failed them."""
+    monkeypatch.setenv("NVIDIA_API_KEY", "nvapi-test")
+    with FakeServer(**server) as fake:
+        monkeypatch.setenv("NVIDIA_BASE_URL", fake.base_url)
+        connection = connect()
+    assert connection.profile.dialect == picked
+    assert [dialect_sent(json.dumps(body)) for body in fake.bodies] == asked
+    if picked == "prompt_only":
+        assert "this server enforces no guided JSON" in connection.describe()
+        assert "the ladder's fallback stands in" in connection.profile.dialect_reason
+
+
+def test_a_base_url_that_is_not_a_url_is_named_where_it_was_set(monkeypatch):
+    monkeypatch.setenv("NVIDIA_API_KEY", "nvapi-test")
+    monkeypatch.setenv("NVIDIA_BASE_URL", "localhost:8000/v1")
+    with pytest.raises(SettingError, match=r"NVIDIA_BASE_URL='localhost:8000/v1' \(from the environment\) is not a URL"):
+        resolve_profile()
 
 
 def test_missing_key_without_a_terminal_is_a_clear_error(monkeypatch):
@@ -120,14 +150,15 @@ def test_missing_key_without_a_terminal_is_a_clear_error(monkeypatch):
         connect()
 
 
-def test_self_hosted_server_with_an_explicit_dialect_is_not_probed(monkeypatch):
-    monkeypatch.setenv("OPENAI_BASE_URL", "http://127.0.0.1:9/v1")  # nothing listens there: no request may be sent
-    monkeypatch.setenv("WORKSHOP_MODEL", "meta-llama/Llama-3.1-8B-Instruct")
-    monkeypatch.setenv("WORKSHOP_DIALECT", "guided_json")
-    monkeypatch.setenv("WORKSHOP_IMAGES", "no")
-    connection = connect()
+def test_an_explicit_dialect_is_probed_alone_kept_and_said_to_be_unenforced(monkeypatch):
+    with FakeServer() as fake:  # it enforces nothing
+        openai_backend(monkeypatch, fake, WORKSHOP_MODEL="meta-llama/Llama-3.1-8B-Instruct",
+                       WORKSHOP_DIALECT="guided_json", WORKSHOP_IMAGES="no")
+        connection = connect()
     assert (connection.model, connection.profile.dialect) == ("meta-llama/Llama-3.1-8B-Instruct", "guided_json")
     assert connection.profile.dialect_reason == "set by WORKSHOP_DIALECT"
+    assert [dialect_sent(json.dumps(body)) for body in fake.bodies] == ["guided_json"]  # that one, and only that one
+    assert "guided:  NOT ENFORCED: this server ignored the guided_json dialect you set" in connection.describe()
     assert (connection.profile.sees_images, connection.profile.images_reason) == (False, "set by WORKSHOP_IMAGES")
     assert connection.client.api_key == "not-needed"
 
@@ -149,7 +180,7 @@ def test_a_server_that_refuses_images_is_text_only_and_says_why(monkeypatch):
     with FakeServer(refuse) as fake:
         openai_backend(monkeypatch, fake, WORKSHOP_DIALECT="json_object_schema")
         connection = connect()
-    assert [has_image(body) for body in fake.bodies] == [True]  # one request, the probe's, and only one
+    assert [has_image(body) for body in fake.bodies] == [False, True]  # the dialect's probe, then one image
     assert connection.profile.sees_images is False
     assert connection.profile.images_reason.startswith("probed: refused (HTTP 500: can only concatenate")
     assert "images:  text only - probed: refused" in connection.describe()
@@ -208,11 +239,13 @@ def test_workshop_images_overrides_the_profile_and_is_checked(monkeypatch):
         backends.resolve_profile("nvidia")
 
 
-def test_documented_backends_keep_their_dialect_and_say_so(monkeypatch):
+def test_a_documented_backend_keeps_its_dialect_when_it_is_enforced_at_the_cost_of_one_request(monkeypatch):
     monkeypatch.setenv("HAI_API_KEY", "hai-test")
-    connection = connect()  # no request: a probe of a paid API happens only on request
-    assert connection.profile.dialect == "structured_outputs"
-    assert "documented" in connection.describe() and "--probe" in connection.profile.dialect_reason
+    with FakeServer(enforce={"structured_outputs", "response_format"}) as fake:
+        monkeypatch.setenv("HAI_BASE_URL", fake.base_url)
+        connection = connect()
+    assert connection.profile.dialect == "structured_outputs" and len(fake.bodies) == 1
+    assert "probed in order: structured_outputs enforced" in connection.describe()
 
 
 def test_an_unreachable_server_is_a_clear_error(monkeypatch):
@@ -258,11 +291,10 @@ def openai_backend(monkeypatch, fake: FakeServer, **settings: str) -> None:
 def test_a_server_that_accepts_every_field_and_enforces_nothing_is_ignored_never_guided(monkeypatch):
     with FakeServer() as fake:
         openai_backend(monkeypatch, fake)
-        with pytest.warns(UserWarning, match="enforces no guided-decoding dialect.*prompt_only"):
-            connection = connect()
+        connection = connect()
         assert connection.model == "fake-model"
         assert (connection.profile.dialect, connection.profile.dialects_spoken) == ("prompt_only", {"prompt_only"})
-        assert connection.profile.dialect_reason.startswith("probed: no dialect enforced")
+        assert connection.profile.dialect_reason.startswith("probed: this server enforces no guided JSON")
         result = probe(connection, show=False)
     assert [c.dialect for c in result.checks] == list(PROBE_ORDER)
     assert {c.verdict for c in result.checks} == {"ignored"} and result.enforced == []
@@ -275,9 +307,9 @@ def test_a_server_that_accepts_every_field_and_enforces_nothing_is_ignored_never
 def test_the_probe_is_cached_per_server_and_model_and_can_be_refreshed(monkeypatch):
     with FakeServer() as fake:
         openai_backend(monkeypatch, fake, WORKSHOP_DIALECT="nvext", WORKSHOP_IMAGES="no")
-        connection = connect()
-        first = probe(connection, show=False)
-        assert probe(connection, show=False).checks is first.checks and len(fake.bodies) == len(PROBE_ORDER)
+        connection = connect()  # probes nvext, the dialect set, alone
+        first = probe(connection, show=False)  # the other four, asked once each
+        assert probe(connection, show=False).checks == first.checks and len(fake.bodies) == len(PROBE_ORDER)
         probe(connection, show=False, refresh=True)
         assert len(fake.bodies) == 2 * len(PROBE_ORDER)
 

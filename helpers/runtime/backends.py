@@ -4,15 +4,17 @@
 a `Connection`: an official `openai` client (`client`), the model name, and a `Profile` (`profiles`) whose
 `guided(schema)` gives the request fields that backend understands.
 
-| backend   | chosen when                        | dialect                                                 |
-| --------- | ---------------------------------- | ------------------------------------------------------- |
-| nvidia    | NVIDIA_API_KEY is set              | nvext, as NIM documents it                              |
-| hcompany  | HAI_API_KEY is set                 | structured_outputs, as H Company documents it           |
-| openai    | OPENAI_BASE_URL is set             | probed: the first enforced dialect in PROBE_ORDER       |
-| embedded  | none of the above (the default)    | response_format (the embedded server speaks them all)   |
+| backend   | chosen when                        | dialect                                                          |
+| --------- | ---------------------------------- | ---------------------------------------------------------------- |
+| nvidia    | NVIDIA_API_KEY is set              | probed: nvext, as NIM documents it, first (NVIDIA_BASE_URL: a NIM of your own) |
+| hcompany  | HAI_API_KEY is set                 | probed: structured_outputs, as H Company documents it, first     |
+| openai    | OPENAI_BASE_URL is set             | probed: the first enforced dialect in PROBE_ORDER                |
+| embedded  | none of the above (the default)    | response_format (the embedded server speaks them all)            |
 
-`WORKSHOP_BACKEND`, `WORKSHOP_MODEL` and `WORKSHOP_DIALECT` override the choice; an explicit
-dialect is obeyed without probing.
+No server's guidance is trusted before it is seen at work: `connect()` probes every backend but the embedded one,
+its documented dialect first, and stops at the first one enforced; where none is, the connection is prompt-only and
+its description says so plainly, once. `WORKSHOP_BACKEND`, `WORKSHOP_MODEL` and `WORKSHOP_DIALECT` override the
+choice; an explicit dialect is kept, probed alone, and said to be unenforced where it is.
 
 A profile also says whether its model sees images (`sees_images`): the embedded SmolLM2 and the nvidia
 default, meta/llama-3.1-8b-instruct, read text only; H Company's Holo3 takes screenshots. For the openai
@@ -28,7 +30,6 @@ from __future__ import annotations
 import argparse
 import getpass
 import sys
-import warnings
 from dataclasses import replace
 from typing import Any
 
@@ -36,13 +37,14 @@ import openai
 
 from helpers.runtime.client import backend_client, embedded_client
 from helpers.runtime.dialects import DIALECTS
-from helpers.runtime.probes import ProbeResult, probe, probe_images
-from helpers.runtime.profiles import (DIALECT_SETTING, IMAGES_NOT_PROBED, NOT_PROBED, PROFILES, Connection, Profile,
-                                      unreachable, url_origin)
+from helpers.runtime.probes import PROBE_ORDER, ProbeResult, probe, probe_images
+from helpers.runtime.profiles import (BASE_URL_SETTINGS, DIALECT_SETTING, IMAGES_NOT_PROBED, PROFILES, Connection,
+                                      Profile, dialect_by_setting, unreachable, url_origin)
 from helpers.runtime.quoting import server_message
 from helpers.runtime.settings import BackendError, SettingError, as_set, setting
 
 IMAGE_SETTINGS = {"yes": True, "no": False}
+PASSED = "passed to connect()"
 
 
 def choose_backend() -> str:
@@ -77,18 +79,16 @@ def resolve_profile(backend: str | None = None, model: str | None = None, dialec
     For the openai backend without an explicit dialect, the dialect is a placeholder until `connect()` probes.
     """
     profile = PROFILES[backend or choose_backend()]
-    if profile.name == "openai":
-        base = setting("OPENAI_BASE_URL")
-        if not base:
-            raise BackendError("the openai backend needs OPENAI_BASE_URL, e.g. http://localhost:8000/v1 for vLLM")
+    if profile.name == "openai" and not setting("OPENAI_BASE_URL"):
+        raise BackendError("the openai backend needs OPENAI_BASE_URL, e.g. http://localhost:8000/v1 for vLLM")
+    if (name := BASE_URL_SETTINGS.get(profile.name)) and (base := setting(name)):
         if not base.lower().startswith(("http://", "https://")):
-            raise SettingError(f"{as_set('OPENAI_BASE_URL')} is not a URL: write it as http://HOST:PORT/v1, or remove "
-                               "it to use the embedded model")
+            raise SettingError(f"{as_set(name)} is not a URL: write it as http://HOST:PORT/v1, or remove it")
         profile = replace(profile, base_url=base)
     profile = replace(profile, model=model or setting("WORKSHOP_MODEL") or profile.model)
     if dialect or setting("WORKSHOP_DIALECT"):
         profile = replace(profile, dialect=dialect or setting("WORKSHOP_DIALECT"),
-                          dialect_reason="passed to connect()" if dialect else DIALECT_SETTING)
+                          dialect_reason=PASSED if dialect else DIALECT_SETTING)
     if profile.dialect not in DIALECTS:
         if dialect:
             raise ValueError(f"unknown dialect {dialect!r}; choose one of {', '.join(DIALECTS)}")
@@ -103,15 +103,26 @@ def resolve_profile(backend: str | None = None, model: str | None = None, dialec
     return replace(profile, dialects_spoken=profile.dialects_spoken | {profile.dialect, "prompt_only"})
 
 
+def probe_order(profile: Profile) -> tuple[str, ...]:
+    """The dialects `connect()` asks a backend about, in order: the one set by hand alone; else the backend's own
+    (its documented one) first, then the others in PROBE_ORDER."""
+    if dialect_by_setting(profile) or profile.dialect_reason == PASSED:
+        return (profile.dialect,)
+    return (profile.dialect, *(d for d in PROBE_ORDER if d != profile.dialect))
+
+
 def _probed_profile(profile: Profile, result: ProbeResult) -> Profile:
-    """The profile with the dialect the probe picked: the first enforced one in PROBE_ORDER, else prompt_only."""
+    """The profile with the dialect the probe found enforced (the first of `probe_order`), else prompt_only; a
+    dialect set by hand is kept, enforced or not (`Connection.describe` then says it is not)."""
     verdicts = tuple((c.dialect, c.verdict) for c in result.checks)
+    seen = ", ".join(f"{d} {v}" for d, v in verdicts)
+    if dialect_by_setting(profile) or profile.dialect_reason == PASSED:
+        return replace(profile, probe_verdicts=verdicts)
     if not result.enforced:
-        seen = ", ".join(f"{d} {v}" for d, v in verdicts)
-        warnings.warn(f"{profile.base_url} enforces no guided-decoding dialect ({seen}): falling back to "
-                      "prompt_only, so the notebooks' guided cells will show prompt-only behaviour", stacklevel=3)
         return replace(profile, dialect="prompt_only", dialects_spoken=frozenset({"prompt_only"}),
-                       dialect_reason=f"probed: no dialect enforced ({seen}), so prompt_only",
+                       dialect_reason=f"probed: this server enforces no guided JSON ({seen}), so every guided cell "
+                                      "asks in the prompt alone, and the ladder's fallback stands in for what it "
+                                      "cannot repair",
                        probe_verdicts=verdicts)
     picked = result.enforced[0]
     seen = ", ".join(f"{d} {v}" for d, v in verdicts[:[d for d, _ in verdicts].index(picked) + 1])
@@ -154,8 +165,9 @@ def connect(backend: str | None = None, *, model: str | None = None, dialect: st
     if not profile.model:
         profile = replace(profile, model=_first_model(client, profile))
     connection = Connection(client, profile.model, profile)
-    if profile.dialect_reason == NOT_PROBED:
-        connection.profile = _probed_profile(profile, probe(connection, show=False))
+    if profile.name != "embedded":
+        connection.profile = _probed_profile(profile, probe(connection, show=False, order=probe_order(profile),
+                                                            until_enforced=True))
     if profile.images_reason == IMAGES_NOT_PROBED:
         check = probe_images(connection)
         connection.profile = replace(connection.profile, sees_images=check.verdict == "sees",

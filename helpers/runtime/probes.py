@@ -24,7 +24,7 @@ import openai
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
 
 from helpers.runtime.dialects import guided_json
-from helpers.runtime.profiles import PROFILES, Connection, dialect_by_setting, unreachable
+from helpers.runtime.profiles import Connection, dialect_by_setting, unreachable
 from helpers.runtime.quoting import server_message
 from helpers.runtime.settings import BackendError
 
@@ -85,11 +85,8 @@ class ProbeResult:
         wanted = self.enforced[0]
         if not by_setting:
             return f"set WORKSHOP_DIALECT={wanted}"
-        # Unset, the openai backend probes and takes the first enforced dialect; the others take their documented one.
-        default = wanted if self.backend == "openai" else PROFILES[self.backend].dialect
-        if default in self.enforced:
-            return f"unset WORKSHOP_DIALECT (now {active}) or set it to {wanted}"
-        return f"set WORKSHOP_DIALECT={wanted} (now {active})"
+        # Unset, connect() probes every backend and takes an enforced dialect (the documented one first).
+        return f"unset WORKSHOP_DIALECT (now {active}) or set it to {wanted}"
 
     def advice(self, active: str, by_setting: bool = False) -> str:
         fix = f"{self.fix(active, by_setting)}, and restart the kernel."
@@ -111,13 +108,16 @@ class ProbeResult:
                 f"{self.table()}\n\n{self.advice(active, by_setting)}")
 
 
-_PROBED: dict[tuple[str, str], tuple[DialectCheck, ...]] = {}
+# Per base URL and model, each dialect's check, as the probes of this process made them.
+_PROBED: dict[tuple[str, str], dict[str, DialectCheck]] = {}
 
 
 def enforced_at(base_url: str, model: str) -> list[str] | None:
-    """The dialects the probe found `base_url` enforcing for `model`, in PROBE_ORDER; None before a probe."""
-    checks = _PROBED.get((base_url, model))
-    return None if checks is None else [c.dialect for c in checks if c.verdict == "enforced"]
+    """The dialects the probe found `base_url` enforcing for `model`, in PROBE_ORDER; None while that is unknown:
+    before a probe, or when none of the dialects asked so far is enforced and some were never asked."""
+    checks = _PROBED.get((base_url, model), {})
+    enforced = [d for d in PROBE_ORDER if d in checks and checks[d].verdict == "enforced"]
+    return enforced if enforced or set(PROBE_ORDER) <= set(checks) else None
 
 
 def _mismatch(model: type[BaseModel], text: str) -> str | None:
@@ -161,14 +161,24 @@ def _check(connection: Connection, dialect: str, model: type[BaseModel]) -> Dial
     return DialectCheck(dialect, "ignored", f"an answer, but {problem}{cut}", seconds)
 
 
-def probe(connection: Connection, *, show: bool = True, refresh: bool = False) -> ProbeResult:
-    """Ask the server once per dialect in PROBE_ORDER and classify each; cached per base URL and model
-    for the life of the process. `show` prints the table and what it means for the active dialect."""
+def probe(connection: Connection, *, show: bool = True, refresh: bool = False, order: tuple[str, ...] = PROBE_ORDER,
+          until_enforced: bool = False) -> ProbeResult:
+    """Ask the server once per dialect of `order` and classify each (stopping at the first enforced one when
+    `until_enforced`: what `connect()` needs, in as few requests as a rate-limited key allows); each check cached per
+    base URL and model for the life of the process. `show` prints the table and what it means for the active
+    dialect."""
     key = (str(connection.client.base_url), connection.model)
-    if refresh or key not in _PROBED:
-        model = probe_model(f"probe-{secrets.token_hex(3)}")
-        _PROBED[key] = tuple(_check(connection, dialect, model) for dialect in PROBE_ORDER)
-    result = ProbeResult(connection.profile.name, connection.model, connection.profile.base_url, _PROBED[key])
+    if refresh:
+        _PROBED.pop(key, None)
+    checks = _PROBED.setdefault(key, {})
+    model = probe_model(f"probe-{secrets.token_hex(3)}")
+    for dialect in order:
+        if dialect not in checks:
+            checks[dialect] = _check(connection, dialect, model)
+        if until_enforced and checks[dialect].verdict == "enforced":
+            break
+    result = ProbeResult(connection.profile.name, connection.model, connection.profile.base_url,
+                         tuple(checks[d] for d in order if d in checks))
     if show:
         print(result.report(connection.profile.dialect, dialect_by_setting(connection.profile)))
     return result

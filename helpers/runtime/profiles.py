@@ -51,11 +51,11 @@ PROFILES: dict[str, Profile] = {
                         images_reason="SmolLM2-135M-Instruct reads text only; the embedded server refuses images"),
     "nvidia": Profile("nvidia", "https://integrate.api.nvidia.com/v1", "meta/llama-3.1-8b-instruct", "nvext",
                       "NVIDIA_API_KEY", frozenset({"nvext", "prompt_only"}),
-                      "NIM's documented spelling (python -m helpers.runtime.backends --probe checks it)",
+                      NOT_PROBED,
                       images_reason="meta/llama-3.1-8b-instruct reads text only (another model: set WORKSHOP_IMAGES)"),
     "hcompany": Profile("hcompany", "https://api.hcompany.ai/v1/", "holo3-122b-a10b", "structured_outputs",
                         "HAI_API_KEY", frozenset({"structured_outputs", "prompt_only"}),
-                        "H Company's documented spelling (python -m helpers.runtime.backends --probe checks it)",
+                        NOT_PROBED,
                         sees_images=True, images_reason="Holo3 takes screenshots"),
     "openai": Profile("openai", "", "", "response_format", "OPENAI_API_KEY", dialect_reason=NOT_PROBED,
                       images_reason=IMAGES_NOT_PROBED),
@@ -76,19 +76,28 @@ class Connection:
     def describe(self) -> str:
         where = self.profile.base_url or "(started on demand)"
         images = "screenshots" if self.profile.sees_images else "text only"
+        verdict = dict(self.profile.probe_verdicts).get(self.profile.dialect, "enforced")
+        unguided = "" if verdict == "enforced" else (
+            f"\nguided:  NOT ENFORCED: this server {verdict} the {self.profile.dialect} dialect you set, so the "
+            "guided cells run as if prompt-only (python -m helpers.runtime.backends --probe says what it enforces)")
         return (f"backend: {self.profile.name}\nmodel:   {self.model}\ndialect: {self.profile.dialect} "
                 f"- {DIALECTS[self.profile.dialect]}\nwhy:     {self.profile.dialect_reason}\n"
-                f"images:  {images} - {self.profile.images_reason}\nurl:     {where}")
+                f"images:  {images} - {self.profile.images_reason}\nurl:     {where}{unguided}")
 
 
 def dialect_by_setting(profile: Profile) -> bool:
     return profile.dialect_reason == DIALECT_SETTING
 
 
+# Where a backend's address may be set, for a server of one's own (a NIM a room runs, vLLM, Ollama...).
+BASE_URL_SETTINGS = {"openai": "OPENAI_BASE_URL", "nvidia": "NVIDIA_BASE_URL", "hcompany": "HAI_BASE_URL"}
+
+
 def url_origin(profile: Profile) -> str:
     """Where a server's address was set, for a message about it: the reader fixes it there."""
-    found = setting_with_origin("OPENAI_BASE_URL") if profile.name == "openai" else None
-    return f" (OPENAI_BASE_URL, from {found[1]})" if found else ""
+    name = BASE_URL_SETTINGS.get(profile.name)
+    found = setting_with_origin(name) if name else None
+    return f" ({name}, from {found[1]})" if found else ""
 
 
 def unreachable(profile: Profile, error: openai.APIConnectionError) -> BackendError:
