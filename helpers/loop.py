@@ -1,11 +1,12 @@
 """The Holo3 JSON agent loop: one schema-constrained step per turn, as the Holo3 docs run it.
 
-Each turn: an `<observation>` user message (text, PNG screenshot, text; plus the screen
-as text), the three newest screens kept (older screenshots evicted, and the screen text that stands in for them for
-a model that reads text only). The model is asked for one step (schema in the system prompt *and* in the request's
-guided-JSON field; no `tools`), the step validated with `Step` and against the schema the turn sent, its canonical
-JSON stored as the assistant message, and the tool's result returned as a user `<tool_output>` message. `answer`
-ends the run. Notebook 06 runs its governed agent through this same loop (`run_turns`).
+Each turn: an `<observation>` user message (for a vision model text, PNG screenshot, text with the screen
+text; for a text-only model one string, the screen text in the screenshot's place), the three newest screens kept
+(older screenshots evicted, and the screen text that stands in for them for a model that reads text only). The
+model is asked for one step (schema in the system prompt *and* in the request's guided-JSON field; no `tools`), the
+step validated with `Step` and against the schema the turn sent, its canonical JSON stored as the assistant message,
+and the tool's result returned as a user `<tool_output>` message. `answer` ends the run. Notebook 06 runs its
+governed agent through this same loop (`run_turns`).
 """
 from __future__ import annotations
 
@@ -304,6 +305,12 @@ def schema_problems(raw: str, schema: dict) -> list[str]:
     return [f"{where}: not allowed on this turn ({error.message[:160]})"]
 
 
+def invalid_step(error: ValidationError) -> str:
+    """What goes back to the model for a reply that is not a `Step`: Pydantic's first problem and where it is."""
+    first = error.errors()[0]
+    return f"invalid step: {first['msg']} at {'.'.join(map(str, first['loc'])) or 'the top level'}"
+
+
 def apply_step(reply: Reply, app: CampusStore, messages: list[dict],
                schema: dict = STEP_SCHEMA) -> tuple[dict | None, str | None, str]:
     """Validate the reply (a `Step`, and one the turn's `schema` allows), run it, and extend the conversation the way
@@ -311,8 +318,7 @@ def apply_step(reply: Reply, app: CampusStore, messages: list[dict],
     try:
         step = Step.model_validate_json(read_back(schema, reply.text))
     except ValidationError as exc:
-        first = exc.errors()[0]
-        error = f"invalid step: {first['msg']} at {'.'.join(map(str, first['loc'])) or 'the top level'}"
+        error = invalid_step(exc)
     else:
         problems = schema_problems(reply.text, schema)
         error = f"invalid step: {problems[0]}" if problems else None

@@ -1,4 +1,4 @@
-"""Notebooks 04 and 05 teach the sources' ideas in the sources' words.
+"""Notebooks 03, 04 and 05 teach the sources' ideas in the sources' words.
 
 Issue 40 asks each notebook to teach ideas of the NIM workshop's post and of Layer 2 that none taught, quoted. Each
 quotation below must stand in its notebook's markdown, and, where the seed sources sit beside this checkout, in the
@@ -15,9 +15,15 @@ ROOT = Path(__file__).resolve().parent.parent
 SOURCES = ROOT.parent / "shared" / "sources"
 NIM = "nim-workshop-part9-structured-outputs.txt"
 LAYER2 = "layer2-model-proposes-harness-disposes.txt"
+HOLO3 = "holo3-structured-outputs.txt"
 
 # notebook -> (source, the quotation as the notebook gives it)
 QUOTED: dict[str, list[tuple[str, str]]] = {
+    "03_holo3_agent_loop.ipynb": [
+        (HOLO3, "The model was trained with both, so dropping either hurts reliability."),
+        (HOLO3, "Do not use tools or tool_choice: the action arrives in content, not in tool_calls."),
+        (HOLO3, "X coordinate as integer in [0, 1000]"),
+    ],
     "04_repair_ladder_and_harness.ipynb": [
         (NIM, "Telling the model exactly which field failed, and why, is most of the reason a single retry usually "
               "lands."),

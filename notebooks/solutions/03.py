@@ -5,8 +5,9 @@ import copy
 from helpers.loop import app_handlers, trim_to_last_n_images
 
 
-# Your turn 1: every tool of app_handlers, and ask_user puts the model's question to the user. dispatch calls each
-# handler with keyword arguments, so the parameter is named as the tool's is: question.
+# Your turn 1: every tool of app_handlers, and ask_user puts the model's question to the user and hands back the reply
+# unchanged: the model reads every word of it as the user's. dispatch calls each handler with keyword arguments, so
+# the parameter is named as the tool's is: question.
 def user_handlers(app, user):
     return {**app_handlers(app), "ask_user": lambda question: user.reply(question)}
 
