@@ -4,8 +4,11 @@
 127.0.0.1. It speaks `response_format={"type": "json_object", "schema": ...}`, refuses the
 `json_schema` form with a 500, and accepts fields it does not know without enforcing them: the
 case the probe exists for. It refuses image parts (a 500), so the workshop treats its model as text-only.
-The workshop is pointed at it the way a reader would point it at vLLM, with OPENAI_BASE_URL and no
-WORKSHOP_DIALECT, and every notebook runs on it top to bottom with no error output.
+The probe, the grid and the pre-class check point the workshop at it the way a reader would point it at vLLM, with
+OPENAI_BASE_URL and no WORKSHOP_DIALECT. Every notebook runs on it top to bottom with no error output through the
+NVIDIA backend's own code path (NVIDIA_BASE_URL, as for a NIM a room runs): a server that accepts `nvext` and
+ignores it, so the backend must find another dialect before it trusts one (issue 49; tests/test_nvidia_path.py runs
+them against one that refuses it).
 
 The root conftest.py forces the embedded backend for the test run and nbval compares outputs, so
 everything here runs with its own environment: the in-process checks through monkeypatch, the
@@ -40,8 +43,8 @@ NOTEBOOK = NOTEBOOKS / "00_start_here.ipynb"
 SOLUTIONS = NOTEBOOK.parent / "solutions"
 # Settings that would choose another backend, model or dialect: the reader in this scenario has none of them.
 FOREIGN_SETTINGS = ("WORKSHOP_BACKEND", "WORKSHOP_MODEL", "WORKSHOP_DIALECT", "WORKSHOP_IMAGES", "WORKSHOP_PORT",
-                    "NVIDIA_API_KEY",
-                    "HAI_API_KEY", "OPENAI_API_KEY")
+                    "NVIDIA_API_KEY", "NVIDIA_BASE_URL", "HAI_API_KEY", "HAI_BASE_URL", "OPENAI_API_KEY",
+                    "OPENAI_BASE_URL")
 
 
 def _free_port() -> int:
@@ -87,6 +90,14 @@ def reader_environment(url: str) -> dict[str, str]:
     return {**env, "OPENAI_BASE_URL": url, "NO_PROXY": "127.0.0.1,localhost"}
 
 
+def nim_reader_environment(url: str) -> dict[str, str]:
+    """As a reader whose room runs its own NIM would have it: an NVIDIA key (here no real one) and NVIDIA_BASE_URL."""
+    env = {k: v for k, v in os.environ.items() if k not in FOREIGN_SETTINGS}
+    model = httpx.get(f"{url}/models", timeout=5, trust_env=False).json()["data"][0]["id"]
+    return {**env, "NVIDIA_API_KEY": "nvapi-test-not-a-key", "NVIDIA_BASE_URL": url, "WORKSHOP_MODEL": model,
+            "NO_PROXY": "127.0.0.1,localhost"}
+
+
 @pytest.fixture
 def as_reader(monkeypatch, tmp_path, llama_cpp_server):
     for name in FOREIGN_SETTINGS:
@@ -125,14 +136,15 @@ def test_notebook_00_runs_to_the_end(llama_cpp_server, tmp_path):
     # Raises CellExecutionError, with the cell and its error, if any cell fails.
     NotebookClient(notebook, timeout=600, kernel_name="python3",
                    resources={"metadata": {"path": str(NOTEBOOK.parent)}}).execute(
-        env=reader_environment(llama_cpp_server))
+        env=nim_reader_environment(llama_cpp_server))
     # What the reader sees: printed text, and the probe's table, displayed as Markdown.
     printed = "\n".join(out.get("text", "") + out.get("data", {}).get("text/markdown", "")
                         for cell in notebook.cells if cell.cell_type == "code" for out in cell.get("outputs", []))
-    assert "backend: openai" in printed and "dialect: json_object_schema" in printed
+    assert "backend: nvidia" in printed and "dialect: json_object_schema" in printed
+    assert "why:     probed in order: nvext ignored, response_format rejected" in printed
     assert "| json_object_schema | enforced |" in printed and "| response_format | rejected |" in printed
-    # The core's timings cell and going further's field list each say why there are none.
-    assert "no timings: only the embedded server reports them" in printed
+    # The core's forced-tokens line and going further's field list each say why there are none.
+    assert "tokens the grammar forced: not reported" in printed
     assert "none (only the embedded server reports them)" in printed
     assert printed.count("❌ Not yet") == 2 and printed.count("✅ Solved") == 2
 
@@ -181,10 +193,11 @@ def test_every_other_notebook_runs_top_to_bottom_with_no_error_output(llama_cpp_
     notebook = nbformat.read(NOTEBOOKS / name, as_version=4)
     started = time.perf_counter()
     NotebookClient(notebook, timeout=900, kernel_name="python3",
-                   resources={"metadata": {"path": str(NOTEBOOKS)}}).execute(env=reader_environment(llama_cpp_server))
+                   resources={"metadata": {"path": str(NOTEBOOKS)}}).execute(env=nim_reader_environment(llama_cpp_server))
     assert errors_in(notebook) == []
     # What the reader sees: printed text, and the probe's table, displayed as Markdown.
     printed = "\n".join(out.get("text", "") + out.get("data", {}).get("text/markdown", "")
                         for cell in notebook.cells if cell.cell_type == "code" for out in cell.get("outputs", []))
-    assert "backend: openai" in printed and "images:  text only - probed: refused" in printed
+    assert "backend: nvidia" in printed and "dialect: json_object_schema" in printed
+    assert "images:  text only" in printed
     print(f"{name}: {time.perf_counter() - started:.0f} s on llama_cpp.server")
