@@ -32,7 +32,8 @@ def pytest_configure(config: pytest.Config) -> None:
     os.environ["WORKSHOP_PORT"] = str(_free_port())
     os.environ["WORKSHOP_QUICK"] = "1"
     # The run's server leaves with this process, not with a lab or never
-    for name in ("WORKSHOP_MODEL", "WORKSHOP_DIALECT", "WORKSHOP_IMAGES", "WORKSHOP_OWNER_PID", "WORKSHOP_KEEP_SERVER"):
+    for name in ("WORKSHOP_MODEL", "WORKSHOP_MODEL_FILE", "WORKSHOP_DIALECT", "WORKSHOP_IMAGES", "WORKSHOP_OWNER_PID",
+                 "WORKSHOP_KEEP_SERVER"):
         os.environ.pop(name, None)
 
 

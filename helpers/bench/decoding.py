@@ -31,7 +31,7 @@ import numpy as np
 
 from helpers.contract import ANSWER_JSON_SCHEMA, parse_json_object
 from helpers.runtime.paths import DATA
-from helpers.runtime.embedded import MODEL_ID
+from helpers.runtime.embedded import model_id
 from helpers.steps import STEP_SCHEMA
 
 STEP_TASKS = [
@@ -340,7 +340,7 @@ def settings_sweep(flash_attn: tuple[bool, ...] = (False, True), batches: tuple[
 
 def flood_request(server, seed: int, max_tokens: int, timeout: float) -> str:
     """One client of the flood: its HTTP status, or what went wrong when no answer came."""
-    body = json.dumps({"model": MODEL_ID, "messages": messages_for(STEP_SCHEMA, STEP_TASKS[seed % 2]), "seed": seed,
+    body = json.dumps({"model": model_id(), "messages": messages_for(STEP_SCHEMA, STEP_TASKS[seed % 2]), "seed": seed,
                        "max_tokens": max_tokens, "temperature": 0.7}).encode()
     request = urllib.request.Request(server.url + "/chat/completions", data=body,
                                      headers={"Content-Type": "application/json",
@@ -439,11 +439,11 @@ def main(argv: list[str] | None = None) -> None:
                         help="with --flood: a second model server on --port + 1 decodes flat out meanwhile")
     args = parser.parse_args(argv)
     if args.settings:
-        print(f"python -m helpers.bench.decoding --settings  (model {MODEL_ID}, median of 4 runs per setting, ABBA)")
+        print(f"python -m helpers.bench.decoding --settings  (model {model_id()}, median of 4 runs per setting, ABBA)")
         print(settings_sweep())
         return
     if args.batch_cost:
-        print(f"python -m helpers.bench.decoding --batch-cost  (model {MODEL_ID}, median of 3 runs)")
+        print(f"python -m helpers.bench.decoding --batch-cost  (model {model_id()}, median of 3 runs)")
         print(batch_cost())
         return
     server_args = ("--threads", str(args.threads)) if args.threads else ()
@@ -460,19 +460,19 @@ def main(argv: list[str] | None = None) -> None:
             if load_port:
                 stop_server(load_port)
         print(f"python -m helpers.bench.decoding --flood {args.flood}{' --with-load' if load_port else ''}{threads}  "
-              f"(60 tokens each, model {MODEL_ID})")
+              f"(60 tokens each, model {model_id()})")
         print(table)
         return
     server = find_server(args.port)
     client = embedded_client(server.url, server.key)
     if args.termination:
         try:
-            table = termination(client, MODEL_ID, args.max_tokens, args.temperature, args.trials)
+            table = termination(client, model_id(), args.max_tokens, args.temperature, args.trials)
         finally:
             stop_server(args.port)
         print(f"python -m helpers.bench.decoding --termination --trials {args.trials} --max-tokens {args.max_tokens} "
               f"--temperature {args.temperature}{threads}  ({len(load_unbounded_cases())} schemas x {args.trials} "
-              f"seeds per penalty, model {MODEL_ID})")
+              f"seeds per penalty, model {model_id()})")
         print(table)
         return
     try:
@@ -480,12 +480,12 @@ def main(argv: list[str] | None = None) -> None:
         plain, guided = ModeStats(), ModeStats()
         for seeds, order in abba(args.trials):
             for is_guided in order:
-                part = run_mode(client, MODEL_ID, is_guided, chosen, seeds, args.max_tokens)
+                part = run_mode(client, model_id(), is_guided, chosen, seeds, args.max_tokens)
                 merge(guided if is_guided else plain, part)
     finally:
         stop_server(args.port)
     print(f"python -m helpers.bench.decoding --schema {args.schema} --trials {args.trials} --max-tokens "
-          f"{args.max_tokens}{threads}  ({len(chosen)} tasks x {args.trials} seeds per mode, model {MODEL_ID})")
+          f"{args.max_tokens}{threads}  ({len(chosen)} tasks x {args.trials} seeds per mode, model {model_id()})")
     print(report(guided, plain, ready_s))
 
 

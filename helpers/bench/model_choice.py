@@ -6,7 +6,8 @@ reads the instruction into a goal under the grounded goal schema, at temperature
 try), and the reading is right when it is the task's own goal, the simulated user's test. It reports how many it
 read right, which ones, and the decode speed over those replies (completion tokens per second of decoding).
 
-A file the engine cannot serve (no chat template in its metadata, one that is not ChatML) is reported as such.
+A file the engine cannot serve (not a model llama.cpp loads, no chat template in its metadata) is reported as such,
+in the words the embedded server would say it in.
 """
 from __future__ import annotations
 
@@ -24,14 +25,15 @@ from helpers.world.tasks import Task, instruction, load_tasks, same_goal, start_
 
 def read_goals(path: Path | None, tasks: list[Task], seed: int = 0) -> dict:
     """The goal step on `tasks` with the model in `path` (None: the embedded one): right readings, decode speed."""
+    from helpers.runtime.embedded import ServerError
     from helpers.server.engine import Engine
     from helpers.server.protocol import ChatRequest
 
     loaded = time.perf_counter()
     try:
         engine = Engine(path)
-    except (KeyError, ValueError) as exc:  # no chat template, or one the engine's ChatML scaffolding cannot split
-        return {"model": Path(path).name if path else "embedded", "error": f"{type(exc).__name__}: {exc}"}
+    except (ServerError, RuntimeError) as exc:  # no chat model, or a template the engine cannot tell contents in
+        return {"model": Path(path).name if path else "embedded", "error": str(exc)}
     load_s = time.perf_counter() - loaded
     readings, completion_tokens, decode_ms = [], 0, 0.0
     for task in tasks:

@@ -158,7 +158,7 @@ def connect(backend: str | None = None, *, model: str | None = None, dialect: st
             server = ensure_server()
         except ServerError as exc:
             raise BackendError(str(exc)) from None
-        profile = replace(profile, base_url=server.url)
+        profile = replace(profile, base_url=server.url, model=model or setting("WORKSHOP_MODEL") or server.model)
         client = embedded_client(server.url, server.key)
     else:
         client = backend_client(profile.name, profile.base_url, _api_key(profile))

@@ -44,7 +44,9 @@ from pathlib import Path
 
 from helpers.runtime.settings import as_set, setting
 
-MODEL_ID = "smollm2-135m-instruct"
+MODEL_ID = "smollm2-135m-instruct"  # the bundled model's, as the server names it
+# A room's own chat model, a GGUF file, in place of the bundled SmolLM2 (docs/embedded-server.md).
+MODEL_FILE_VARIABLE = "WORKSHOP_MODEL_FILE"
 HOST = "127.0.0.1"
 SERVER_NAME = "helpers.server"
 CHECKOUT = str(Path(__file__).resolve().parents[2])
@@ -94,6 +96,24 @@ def current_user() -> str:
         return getpass.getuser()
     except (KeyError, OSError):  # no name for this uid, as in some containers
         return f"uid {os.getuid()}"
+
+
+def model_file() -> Path | None:
+    """The GGUF file WORKSHOP_MODEL_FILE names (absolute, or relative to the checkout), or None: the bundled model."""
+    value = setting(MODEL_FILE_VARIABLE)
+    if not value:
+        return None
+    path = Path(CHECKOUT, Path(value).expanduser())  # an absolute path stays as it is
+    if not path.is_file():
+        raise ServerError(f"{as_set(MODEL_FILE_VARIABLE)} names no file: name a GGUF chat model, absolute or relative "
+                          "to the checkout, or unset it for the bundled SmolLM2")
+    return path.resolve()
+
+
+def model_id() -> str:
+    """The name the embedded server gives its model: the bundled one's, or the room's file's name."""
+    path = model_file()
+    return MODEL_ID if path is None else re.sub(r"[^a-z0-9._-]+", "-", path.stem.lower())
 
 
 def requested_port(port: int | None = None) -> int | None:
@@ -179,6 +199,7 @@ class Running:
     checkout: str
     key: str = field(repr=False)
     owner: int | None = None  # the process it leaves with; None: it stays until stopped
+    model: str = MODEL_ID
 
     @property
     def url(self) -> str:
@@ -209,12 +230,12 @@ def claim(folder: Path, wait: float = 2.0) -> int:
     return lock
 
 
-def announce(folder: Path, port: int, key: str, owner: int | None = None) -> None:
+def announce(folder: Path, port: int, key: str, owner: int | None = None, model: str = MODEL_ID) -> None:
     """Tell clients where this process serves and with which key (the key first, so a client that finds the port
-    finds the key too), and which process it leaves with (`owner`; None: it stays until stopped)."""
+    finds the key too), which process it leaves with (`owner`; None: it stays until stopped), and its model."""
     write_private(folder / KEY, key)
     write_private(folder / ANNOUNCEMENT, json.dumps({"port": port, "pid": os.getpid(), "code": code_version(),
-                                                    "checkout": CHECKOUT, "owner": owner}))
+                                                    "checkout": CHECKOUT, "owner": owner, "model": model}))
 
 
 def withdraw(folder: Path, lock: int) -> None:
@@ -256,7 +277,8 @@ def find_server(port: int | None = None, folder: Path | None = None) -> Running 
         return None
     if pid is None or said.get("pid") != pid:
         return None  # left by a server that has gone, or one still loading its model
-    return Running(folder, int(said["port"]), pid, str(said["code"]), str(said["checkout"]), key, said.get("owner"))
+    return Running(folder, int(said["port"]), pid, str(said["code"]), str(said["checkout"]), key, said.get("owner"),
+                   str(said.get("model", MODEL_ID)))
 
 
 def health(server: Running, timeout: float = 1.0) -> dict | None:
@@ -379,10 +401,11 @@ def ensure_server(port: int | None = None) -> Running:
     folder = server_folder(port)
     with starting(folder):
         running = find_server(folder=folder)
-        if running is not None and running.code == code_version():
+        if running is not None and running.code == code_version() and running.model == model_id():
             return running
         if running is not None:
-            print(f"The embedded server on port {running.port} runs older code; restarting it.", file=sys.stderr)
+            why = "older code" if running.code != code_version() else f"another model ({running.model})"
+            print(f"The embedded server on port {running.port} runs {why}; restarting it.", file=sys.stderr)
             _stop(folder)
         return _start(folder, requested_port(port), 60.0, ())
 

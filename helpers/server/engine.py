@@ -34,7 +34,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from helpers.runtime.embedded import check_embedded_dependencies
+from helpers.runtime.embedded import ServerError, check_embedded_dependencies
 from helpers.server.protocol import ChatRequest, RequestError
 from helpers.server.request_queue import RequestQueue
 from helpers.server.sampling import (
@@ -72,6 +72,16 @@ PROMPT_BATCH = 512
 
 class Cancelled(Exception):
     """Decoding stopped because nobody is waiting for the reply any more."""
+
+
+def chat_template(metadata: dict[str, str], path: Path) -> str:
+    """The model's chat template, which turns messages into its prompt; a model without one (a base model) cannot be
+    asked questions in turns, and the server says so in one line instead of failing on its first request."""
+    template = metadata.get("tokenizer.chat_template")
+    if not template:
+        raise ServerError(f"{path} has no chat template (tokenizer.chat_template): it is not a chat model, a base "
+                          "model perhaps; name an instruct GGUF, or unset WORKSHOP_MODEL_FILE for the bundled SmolLM2")
+    return template
 
 
 def model_path() -> Path:
@@ -286,9 +296,13 @@ class Engine:
 
         from helpers.server.guidance import TOKEN_SLICES
 
-        self.llm = llama_cpp.Llama(str(path or model_path()), n_ctx=n_ctx, n_threads=n_threads,
-                                   n_threads_batch=n_threads_batch, flash_attn=flash_attn, n_batch=n_batch,
-                                   n_ubatch=n_batch, verbose=False)
+        path = path or model_path()
+        try:
+            self.llm = llama_cpp.Llama(str(path), n_ctx=n_ctx, n_threads=n_threads, n_threads_batch=n_threads_batch,
+                                       flash_attn=flash_attn, n_batch=n_batch, n_ubatch=n_batch, verbose=False)
+        except ValueError as exc:  # llama-cpp-python's words for a file it cannot load
+            raise ServerError(f"{path} is not a model llama.cpp can load ({exc}): name a GGUF chat model") from None
+        template = chat_template(self.llm.metadata, path)
         self.n_threads, self.n_threads_batch = n_threads, n_threads_batch
         self.vocab_size = self.llm.n_vocab()
         self.eos = self.llm.token_eos()
@@ -296,10 +310,14 @@ class Engine:
         # No token spells more bytes than this (32 for SmolLM2), so a longer prompt than n_ctx of them cannot fit.
         self.longest_token = max(len(self.llm.detokenize([t], special=True)) for t in range(self.vocab_size))
         self.tokenizer = lltokenizer_from_vocab(self.llm._model.vocab, slices=TOKEN_SLICES)
-        self.formatter = Jinja2ChatFormatter(template=self.llm.metadata["tokenizer.chat_template"],
-                                             eos_token="<|im_end|>", bos_token="<|im_start|>")
+        # The template's own names for the model's first and last tokens, as the model's vocabulary spells them.
+        self.formatter = Jinja2ChatFormatter(template=template, eos_token=self.token_text(self.llm.token_eos()),
+                                             bos_token=self.token_text(self.llm.token_bos()))
         self.control = control_tokens(self.llm)
         self.queue = queue or RequestQueue()
+
+    def token_text(self, token: int) -> str:
+        return self.llm.detokenize([token], special=True).decode(errors="replace") if token >= 0 else ""
 
     @property
     def n_ctx(self) -> int:
