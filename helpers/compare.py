@@ -55,6 +55,7 @@ class Case:
     messages_without_schema: list[dict]
     schema: dict
     labels: dict
+    question: str  # the question, or the step case's task, in words
 
 
 @dataclass
@@ -67,7 +68,7 @@ class Trial:
     repair_calls: int
     fallback: bool
     seconds: float
-    ttft_s: float | None
+    ttft_s: float | None  # from the trial's start to the first token of the reply meant to be the object
     completion_tokens: int | None
     text: str
 
@@ -119,7 +120,7 @@ def answer_cases(limit: int | None = None) -> list[Case]:
                       f"{json.dumps(ANSWER_JSON_SCHEMA, separators=(',', ':'))}"
         cases.append(Case("answer", q["id"], [{"role": "system", "content": with_schema}, user],
                           [{"role": "system", "content": ANSWER_INSTRUCTIONS}, user], ANSWER_JSON_SCHEMA,
-                          {"status": q["status"], "category": q["category"]}))
+                          {"status": q["status"], "category": q["category"]}, q["question"]))
     return cases
 
 
@@ -130,14 +131,15 @@ def step_cases(limit: int | None = None) -> list[Case]:
         app, policy = start_app(task, 0), ScriptedPolicy(task)
         execute(policy.next_step(app), app)  # label the second decision: the first screen is the same for most
         expected = policy.next_step(app)
-        user = {"role": "user", "content": f"Task: {instruction(task, app)}\n<observation>\n<screen_text>\n"
+        asked = instruction(task, app)
+        user = {"role": "user", "content": f"Task: {asked}\n<observation>\n<screen_text>\n"
                                            f"{app.accessibility_tree()}\n</screen_text>\n</observation>"}
         bare = system_prompt().split("\n\n<output_format>")[0]
         cases.append(Case("step", task.id, [{"role": "system", "content": system_prompt()}, user],
                           [{"role": "system", "content": bare}, user], STEP_SCHEMA,
                           {"tool_name": expected.tool_call.tool_name,
                            "element": getattr(expected.tool_call, "element", None),
-                           "content": getattr(expected.tool_call, "content", None)}))
+                           "content": getattr(expected.tool_call, "content", None)}, asked))
     return cases
 
 
@@ -212,8 +214,9 @@ def run_trial(conn, mode: str, case: Case, seed: int, max_tokens: int) -> Trial:
                                                 {"role": "user", "content": "Now give exactly that as one JSON "
                                                                             "object matching the schema."}]
         final = call(conn, messages, seed, guided, max_tokens)
+        # The object's first token comes after the whole first turn: what a user waits for (the NIM post's point).
+        final.ttft_s = None if final.ttft_s is None else draft.seconds + final.ttft_s
         final.seconds += draft.seconds
-        final.ttft_s = draft.ttft_s
     else:
         final = call(conn, prompt_for(mode, case), seed, guided, max_tokens)
     data, repairs, fallback = parsed(final.text, case.schema), 0, False

@@ -29,6 +29,17 @@ def who_chose(step: dict) -> str:
     return "grammar" if step["allowed"] == 1 else "model"
 
 
+def forced_after(trace: list[dict], index: int) -> str:
+    """The text the grammar forced right after token `index`: the tokens that follow it with one token allowed each
+    (the rest of a tool's name, say, once its first token leaves one tool possible)."""
+    forced = []
+    for step in trace[index + 1:]:
+        if who_chose(step) != "grammar":
+            break
+        forced.append(step["token"])
+    return "".join(forced)
+
+
 def tokens_of(trace: list[dict]) -> list[Token]:
     """The trace as the token views' plain data: each token with who chose it, in words and in colour."""
     return [Token(step["token"], step["allowed"], LEGEND[who_chose(step)], COLOURS[who_chose(step)],

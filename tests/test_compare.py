@@ -1,11 +1,13 @@
 import json
 from dataclasses import replace
+from types import SimpleNamespace
 
 import pytest
 from fake_openai_server import FakeServer
 
-from helpers.compare import (MODES, ModeResult, Trial, accurate, answer_cases, guided_fields, load_results,
-                             prompt_for, run_grid, save_results, skip_reason, step_cases, table)
+import helpers.compare
+from helpers.compare import (MODES, Call, ModeResult, Trial, accurate, answer_cases, guided_fields, load_results,
+                             prompt_for, run_grid, run_trial, save_results, skip_reason, step_cases, table)
 from helpers.contract import format_error
 from helpers.runtime.backends import connect, resolve_profile
 
@@ -60,6 +62,19 @@ def test_modes_a_backend_cannot_speak_are_skipped_with_the_reason(monkeypatch):
     probed = replace(resolve_profile("embedded"), name="openai", dialects_spoken=frozenset({"json_object_schema"}),
                      probe_verdicts=(("nvext", "ignored"), ("json_object_schema", "enforced")))
     assert skip_reason(probed, "guided_nvext") == "the openai backend does not speak nvext (probe: ignored)"
+
+
+def test_two_phases_first_token_of_the_object_waits_for_the_whole_first_turn(monkeypatch):
+    """The NIM post's cost of a final format turn: TTFT counts the free-form turn, as a user waiting for it would."""
+    turns = iter([Call("The library opens at 10:00.", 2.0, 0.5, 12), Call("{}", 1.0, 0.25, 2)])
+    monkeypatch.setattr(helpers.compare, "call", lambda *_: next(turns))
+    result = run_trial(SimpleNamespace(profile=resolve_profile("embedded")), "two_phase", ANSWER, 0, 64)
+    assert (result.seconds, result.ttft_s) == (3.0, 2.25)
+
+
+def test_a_case_says_its_question_in_words():
+    assert ANSWER.question == "What time does the library open on Saturday?"
+    assert STEP.question and STEP.question in STEP.messages_with_schema[1]["content"]
 
 
 def test_accuracy_needs_validity_and_the_labelled_fields():

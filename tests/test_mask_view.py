@@ -1,7 +1,7 @@
 """The coloured reply: each token on the colour of who chose it, escaped, with inline styles only."""
 import re
 
-from helpers.mask_view import COLOURS, mask_page, who_chose
+from helpers.mask_view import COLOURS, forced_after, mask_page, who_chose
 
 TRACE = [{"token": '{"', "allowed": 1}, {"token": "note", "allowed": 1}, {"token": ' <b>&', "allowed": 47_900},
          {"token": "click", "allowed": 24}]
@@ -9,6 +9,12 @@ TRACE = [{"token": '{"', "allowed": 1}, {"token": "note", "allowed": 1}, {"token
 
 def test_a_token_is_the_grammars_only_where_it_was_the_one_allowed():
     assert [who_chose(step) for step in TRACE] == ["grammar", "grammar", "model", "model"]
+
+
+def test_what_the_grammar_forced_after_a_choice_runs_to_the_next_choice():
+    trace = [{"token": "go", "allowed": 24}, {"token": "_back", "allowed": 1}, {"token": '"}}', "allowed": 1},
+             {"token": " ", "allowed": 2}, {"token": "x", "allowed": 1}]
+    assert [forced_after(trace, i) for i in range(len(trace))] == ['_back"}}', '"}}', "", "x", ""]
 
 
 def test_every_token_appears_once_on_its_colour_and_the_text_is_escaped():

@@ -40,6 +40,12 @@ QUOTED: dict[str, list[tuple[str, str]]] = {
               "kills time to first token"),
         (NIM, "live token-by-token display is dropped for the final answer"),
         (NIM, "the newest releases move to OpenAI-compatible response_format JSON mode"),
+        (NIM, "keep tools free-form during the reasoning turns, then do one final deterministic format turn with tools "
+              "disabled and the schema enforced."),  # a reader's comment
+        (NIM, "on the open models this series targets, even that final enforced turn is not fully dependable, so I end "
+              "up validating myself either way. On flagship hosted models your two phase is probably the better call."),
+        (NIM, "Either way, NVIDIA's own docs tell you to validate the response client-side — which is exactly the "
+              "ladder this post builds."),
     ],
 }
 CASES = [(notebook, source, quote) for notebook, quotes in QUOTED.items() for source, quote in quotes]
