@@ -1,8 +1,9 @@
 """The campus assistant end to end: ask prompt-only, climb the repair ladder, let the harness decide.
 
-Notebook 04 builds this pipeline in cells; its eval test imports it from here. Whatever the
-model writes, `settle` and `answer_question` return an object that keeps the answer contract: the model's own
-when it is valid (or repaired) and the harness accepts it, else a fallback that names the cause in `missing`.
+Notebook 04's core climbs the ladder on one live reply and hands what it delivered to `settle`; its eval test runs
+the whole of it with `answer_question`. Whatever the model writes, both return an object that keeps the answer
+contract: the model's own when it is valid (or repaired) and the harness accepts it, else a fallback that names the
+cause in `missing`.
 """
 from __future__ import annotations
 
@@ -29,16 +30,16 @@ class Outcome:
     usage: dict | None
 
 
-def settle(reply: Reply, repair: Callable[[list[dict]], Reply] | None = None, specific: bool = True,
-           ctx: Context | None = None, tracer: Tracer | None = None, turn: int = 0,
-           asked_seconds: float = 0.0) -> Outcome:
-    """Ladder then harness: the contract-valid object to deliver, whatever `reply` holds; traced if asked."""
+def settle(reply: Reply, ladder: LadderRecord, ctx: Context | None = None, tracer: Tracer | None = None,
+           turn: int = 0, asked_seconds: float = 0.0) -> Outcome:
+    """The harness decides on what the ladder delivered for `reply` (`ladder.data`, whatever rung it came from): the
+    contract-valid object to deliver, and one trace line if asked (its time and usage count the ladder's too)."""
     started = time.perf_counter()
-    ladder = climb(reply.text, ANSWER_CONTRACT, repair, specific=specific)
     decision = decide(ladder.data, ctx or Context())
     # A rejected answer is a controlled error: the fallback, naming the harness's cause.
     data = ladder.data if decision.allowed else format_error(decision.cause or "rejected")
-    outcome = Outcome(reply.text, ladder, decision, data, asked_seconds + time.perf_counter() - started,
+    outcome = Outcome(reply.text, ladder, decision, data,
+                      asked_seconds + ladder.seconds + time.perf_counter() - started,
                       total_usage([reply.usage, *ladder.usage]))
     if tracer is not None:
         tracer.write(turn, outcome.raw, ladder, decision, outcome.seconds, outcome.usage)
@@ -51,7 +52,9 @@ def answer_question(conn, question: dict, repair: Callable[[list[dict]], Reply] 
     """Ask, climb, decide (and trace): one question through the whole pipeline."""
     started = time.perf_counter()
     reply = ask(conn, question, max_tokens)
-    return settle(reply, repair, specific, tracer=tracer, turn=turn, asked_seconds=time.perf_counter() - started)
+    asked = time.perf_counter() - started
+    return settle(reply, climb(reply.text, ANSWER_CONTRACT, repair, specific=specific), tracer=tracer, turn=turn,
+                  asked_seconds=asked)
 
 
 def missing_matches(expected: list[str], actual: Any) -> bool:

@@ -8,7 +8,7 @@ from openai.types.chat import ChatCompletion
 from helpers.assistant import ENTRIES, EXAMPLE_ANSWER, SYSTEM, fact_line, load_evals, messages_for, user_message
 from helpers.contract import CATEGORIES, STATUSES, validate_answer
 from helpers.harness import Tracer, summarize_trace
-from helpers.ladder import Reply
+from helpers.ladder import ANSWER_CONTRACT, Reply, climb
 from helpers.pipeline import answer_question, ask, grade, missing_matches, settle, total_usage
 from helpers.runtime.profiles import PROFILES
 
@@ -47,6 +47,12 @@ def scripted_repair(text: str):
     return lambda messages: Reply(text, {"prompt_tokens": 20, "completion_tokens": 8, "total_tokens": 28})
 
 
+def settled(text: str, repair=None, usage: dict | None = None):
+    """A reply of `text` up the answer ladder, then settled by the harness."""
+    reply = Reply(text, usage)
+    return settle(reply, climb(reply.text, ANSWER_CONTRACT, repair))
+
+
 def test_the_prompt_is_short_and_its_example_keeps_the_contract():
     messages = messages_for(QUESTION)
     assert [m["role"] for m in messages] == ["system", "user", "assistant", "user"]
@@ -67,43 +73,43 @@ def test_ask_is_prompt_only_at_temperature_zero():
 
 
 def test_a_valid_reply_is_delivered_as_is():
-    outcome = settle(Reply(f"Sure: {json.dumps(VALID)}", None))
+    outcome = settled(f"Sure: {json.dumps(VALID)}")
     assert outcome.ladder.rung == "valid" and outcome.decision.allowed and outcome.data == VALID
     assert outcome.usage is None  # the server gave none: never fake zeros
 
 
 def test_a_repaired_reply_is_delivered_with_summed_usage():
-    outcome = settle(Reply("The library opens at 10:00.", {"prompt_tokens": 1, "completion_tokens": 2,
-                                                            "total_tokens": 3}), scripted_repair(json.dumps(VALID)))
+    outcome = settled("The library opens at 10:00.", scripted_repair(json.dumps(VALID)),
+                      {"prompt_tokens": 1, "completion_tokens": 2, "total_tokens": 3})
     assert outcome.ladder.rung == "repaired" and outcome.data == VALID
     assert outcome.usage == {"prompt_tokens": 21, "completion_tokens": 10, "total_tokens": 31}
 
 
 def test_an_unrepairable_reply_delivers_the_fallback():
-    outcome = settle(Reply("prose", None), scripted_repair("still prose"))
+    outcome = settled("prose", scripted_repair("still prose"))
     assert outcome.ladder.rung == "fallback" and outcome.data["missing"] == ["valid_json"]
     assert outcome.decision.allowed  # the fallback says not_found out loud: not a silent refusal
 
 
 def test_an_empty_reply_is_never_repaired():
     calls = []
-    outcome = settle(Reply("", None), lambda messages: calls.append(messages))
+    outcome = settled("", lambda messages: calls.append(messages))
     assert not calls and outcome.data["missing"] == ["empty_model_response"]
 
 
 def test_a_silent_refusal_is_rejected_and_replaced_by_a_fallback_naming_it():
     refusing = {**VALID, "answer": "Sorry, I can't help with that."}
-    outcome = settle(Reply(json.dumps(refusing), None))
+    outcome = settled(json.dumps(refusing))
     assert outcome.ladder.rung == "valid" and not outcome.decision.allowed
     assert outcome.decision.cause == "silent_refusal" and outcome.data["missing"] == ["silent_refusal"]
     assert validate_answer(outcome.data) == []
 
 
 def test_clarification_and_not_found_are_accepted_intents():
-    asking = settle(Reply(json.dumps({**VALID, "status": "needs_clarification", "answer": "Which lab?"}), None))
+    asking = settled(json.dumps({**VALID, "status": "needs_clarification", "answer": "Which lab?"}))
     assert asking.decision.allowed and asking.decision.intent.kind == "clarification"
-    honest = settle(Reply(json.dumps({**VALID, "status": "not_found", "answer": "Sorry, there is no pool.",
-                                      "missing": ["swimming pool"]}), None))
+    honest = settled(json.dumps({**VALID, "status": "not_found", "answer": "Sorry, there is no pool.",
+                                   "missing": ["swimming pool"]}))
     assert honest.decision.allowed and honest.data["missing"] == ["swimming pool"]
 
 

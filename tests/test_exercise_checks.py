@@ -41,3 +41,31 @@ def test_the_hint_for_an_untouched_stub_points_the_way_without_the_code(module, 
     # A signature ("def name(...)", "class Name(...)") says what to write; a call spells out how.
     calls = re.sub(r"\b(def|class) \w+\(", "", hint)
     assert not solved and hint and not re.search(r"\w\(|\{\*\*", calls), hint
+
+
+def test_the_order_checks_hint_names_what_went_wrong():
+    """Notebook 04's order check replays the replies and names the first thing that went wrong, not one fixed hint:
+    typing '2' twice, typing 'two', a second order, no order, an answer before the order."""
+    from helpers.exercises import nb04
+
+    quantity, place, back = nb04._QUANTITY, nb04._PLACE, nb04._BACK
+    hints = {name: nb04.order_through_the_user(replies)[2] for name, replies in {
+        "twice": [quantity, nb04._TWO, nb04._TWO, place],
+        "word": [quantity, nb04._write("two"), place],
+        "again": [quantity, nb04._TWO, place, back, quantity, nb04._TWO, place],
+        "none": [quantity, nb04._TWO],
+        "said": [quantity, nb04._TWO, nb04._ORDERED],
+    }.items()}
+    assert "'22'" in hints["twice"] and "only 17 in stock" in hints["twice"]
+    assert hints["word"].startswith("reply 2 was refused (not_asked): 'two'")
+    assert hints["again"].startswith("reply 7 was refused (duplicate_side_effect)")
+    assert hints["none"].startswith("every reply went through, but no order was placed")
+    assert hints["said"].startswith("reply 3 ended the run before any order was placed")
+    assert len(set(hints.values())) == len(hints)
+
+
+def test_the_guided_repair_check_wants_room_for_a_whole_answer():
+    from helpers.exercises import nb04
+
+    solved, _, hint = nb04.guided_repair(nb04._too_short)
+    assert not solved and "64 tokens" in hint and "ANSWER_TOKENS" in hint

@@ -1,4 +1,5 @@
-"""The ladder notebook 04 builds rung by rung agrees with `helpers.ladder.climb`.
+"""The ladder notebook 04 builds rung by rung agrees with `helpers.ladder.climb`, and the notebook's `turn` plays a
+reply exactly as the exercise's check replays it.
 
 The notebook's cells that build its own ladder carry the tag `notebook-version:climb`. This test runs
 those cells, and only those, in order, in a fresh namespace (no kernel, no model, no server), then
@@ -17,6 +18,7 @@ from typing import Any
 import pytest
 
 from helpers.contract import validate_answer
+from helpers.exercises import nb04
 from helpers.ladder import ANSWER_CONTRACT, Reply, climb, repair_messages
 from test_notebook_agreement import defining_cells  # pytest puts tests/ on the path
 
@@ -118,3 +120,38 @@ def default(function, name: str = "prompt"):
 
 def test_the_notebook_defaults_to_the_ladders_prompt(nb):
     assert default(nb["repair_prompt"]) == default(nb["climb_by_hand"]) == default(repair_messages) == default(climb)
+
+
+# --- the core's step turn, beside the exercise's replay ------------------------------------------------------------
+
+def notebook_turn() -> dict[str, Any]:
+    """The core cell that defines `stage`, `step` and `turn`, run alone: the names it takes from the cells above it
+    (`json`, `climb`) given, its own demonstration printed and dropped."""
+    namespace: dict[str, Any] = {"__name__": "notebook_04", "json": json, "climb": climb}
+    for label, source in defining_cells(NOTEBOOK.name):
+        if label == "turn":
+            exec(compile(source, f"{NOTEBOOK.name} [turn]", "exec", dont_inherit=True), namespace)
+    return namespace
+
+
+ORDER_ANSWERS = [answer for answer in nb04.WRONG["order_through_the_user"] + nb04.RIGHT["order_through_the_user"]
+                 if isinstance(answer, (list, tuple)) and all(isinstance(raw, str) for raw in answer)]
+
+
+@pytest.mark.parametrize("replies", ORDER_ANSWERS, ids=[f"answer{i}" for i in range(len(ORDER_ANSWERS))])
+def test_the_notebooks_turn_prints_what_the_check_replays(replies, capsys):
+    ours = notebook_turn()
+    capsys.readouterr()
+    stage = ours["stage"]("order")
+    for raw in replies:
+        ours["turn"](raw, stage)
+    printed = capsys.readouterr().out.splitlines()
+    _, seen, _, _ = nb04.replay(list(replies))
+    assert printed[:len(seen)] == [line.split(". ", 1)[1] for line in seen]
+
+
+def test_the_notebooks_stage_is_the_checks():
+    shop, ctx, user = notebook_turn()["stage"]("order")
+    store, their_ctx, their_user = nb04.order_stage()
+    assert shop.accessibility_tree() == store.accessibility_tree() and shop.history == store.history
+    assert ctx.asked_for == their_ctx.asked_for and user.task == their_user.task

@@ -33,6 +33,13 @@ QUOTED: dict[str, list[tuple[str, str]]] = {
                  "permitted, and safe to execute."),
         (LAYER2, "Tool name exists in the declared tool set."),
         (LAYER2, "The action is within step, cost, and permission budgets."),
+        (NIM, "Parse → validate → repair once → deterministic fallback."),
+        (LAYER2, "converts raw model output into typed intents"),
+        (LAYER2, "Require an explicit final-answer intent."),
+        (LAYER2, "Treat invalid output as a controlled error, not as executable text."),
+        (LAYER2, "Log the raw model output and the parsed intent separately."),
+        (LAYER2, "Text contains both answer and tool request"),
+        (LAYER2, "Explicit intent priority rules"),  # the ambiguous reply: a departure the notebook states
     ],
     "05_prompt_only_vs_guided.ipynb": [
         (NIM, "it interacts badly with tool calling"),
