@@ -7,9 +7,8 @@ from collections.abc import Callable
 from typing import Any
 
 from helpers.assistant import ENTRIES, KNOWLEDGE_BASE
-from helpers.contract import format_error, naive_parse_json_object, parse_json_object, validate_answer
+from helpers.contract import format_error, load_corpus, naive_parse_json_object, parse_json_object, validate_answer
 from helpers.exercises import Verdict
-from helpers.runtime.paths import DATA
 
 # The answer the reader hides in a tricky reply. No reply of the corpus holds it, so a corpus reply, or a
 # near-copy of one (a space added, a word changed), parses to another answer and cannot pass.
@@ -17,7 +16,7 @@ GYM_SUNDAY = {"status": "answered", "answer": "On Sunday the gym opens at 09:00.
               "items": [{"name": "Pike Sports Centre gym", "value": "Sunday 09:00-17:00"}],
               "missing": [], "sources": ["hours-gym"]}
 
-CORPUS = [json.loads(line) for line in (DATA / "broken_outputs.jsonl").read_text(encoding="utf-8").splitlines()]
+CORPUS = load_corpus()
 _CASES = {case["id"]: json.loads(case["reply"]) for case in CORPUS if case["id"].startswith(("clean", "valid_"))}
 
 
