@@ -6,6 +6,7 @@ import json
 import re
 from typing import Any, Literal, get_args
 
+from helpers.runtime.paths import DATA
 from helpers.runtime.schema_tree import json_path
 
 Status = Literal["answered", "not_found", "needs_clarification"]
@@ -232,6 +233,12 @@ def format_error(missing: str = "valid_json", answer: str | None = None) -> dict
         "missing": [missing],
         "sources": [],
     }
+
+
+def load_corpus() -> list[dict[str, Any]]:
+    """The corpus of realistic replies (`data/broken_outputs.jsonl`): id, reply, whether it should parse and be
+    valid, and why."""
+    return [json.loads(line) for line in (DATA / "broken_outputs.jsonl").read_text(encoding="utf-8").splitlines()]
 
 
 def is_fallback(data: Any) -> bool:

@@ -93,12 +93,18 @@ def _message(error: Any) -> str:
     return f"{path}: {error['msg']}" if path else error["msg"]
 
 
+def error_messages(error: ValidationError) -> list[str]:
+    """Every problem a ValidationError holds, one message each, in validate_answer's words. Pydantic's own say the
+    same in words for Python programmers ("Input should be a valid dictionary"); a repair prompt quotes these."""
+    return [_message(e) for e in error.errors()]
+
+
 def model_errors(model: type[BaseModel], data: Any) -> list[str]:
     """Validate `data` against `model`; every problem as one message in validate_answer's words, [] when valid."""
     try:
         model.model_validate(data)
     except ValidationError as error:
-        return [_message(e) for e in error.errors()]
+        return error_messages(error)
     return []
 
 

@@ -32,6 +32,8 @@ ARC: dict[str, list[tuple[str, str]]] = {
            ("every problem named by the validator", r"validate_answer\("),
            ("the fallback", r"format_error\(")],
     "02": [("the contract in Pydantic", r"class Answer\("),
+           ("notebook 01's question asked live, its reply validated by 01's validator and by Pydantic in one call",
+            r"\bask\(conn.*validate_answer\(parse_json_object\(.*Answer\.model_validate_json\("),
            ("the Step union", r"class Step\("),
            ("the schema exactly as the model receives it", r"profile\.guided\("),
            ("one live guided step", MODEL_CALL),

@@ -6,6 +6,7 @@ from helpers.runtime.dialects import (
     TRACE_FIELD,
     Constraint,
     DialectError,
+    as_received,
     constraint_from_body,
     guided_json,
     request_fields,
@@ -37,6 +38,21 @@ def test_each_dialect_spells_guided_json_as_its_server_documents():
 def test_schema_round_trips_through_every_dialect(dialect):
     constraint = constraint_from_body(body_of(guided_json(dialect, SCHEMA)))
     assert (constraint.kind, constraint.value) == ("json_schema", SCHEMA)
+
+
+@pytest.mark.parametrize("dialect", DIALECTS)
+def test_as_received_shows_the_schema_the_server_reads_and_the_wrapper_around_it(dialect):
+    """What notebook 02 prints: the schema as the server reads it, and the request with "SCHEMA" in its place."""
+    open_schema = {"type": "object", "properties": {"a": {"type": "integer", "default": 1}}}
+    fields = guided_json(dialect, open_schema, "step")
+    received, wrapper = as_received(fields)
+    if dialect == "prompt_only":
+        assert (received, wrapper) == (None, {})
+        return
+    assert received == constraint_from_body(body_of(fields)).value
+    assert received == (to_strict_subset(open_schema) if dialect == "response_format" else open_schema)
+    assert "SCHEMA" in str(wrapper) and "integer" not in str(wrapper)
+    assert wrapper.keys() == fields.keys()
 
 
 @pytest.mark.parametrize("dialect", ["nvext", "structured_outputs", "guided_json"])

@@ -1,4 +1,4 @@
-"""Notebooks 03, 04 and 05 teach the sources' ideas in the sources' words.
+"""The notebooks teach the sources' ideas in the sources' words.
 
 Issue 40 asks each notebook to teach ideas of the NIM workshop's post and of Layer 2 that none taught, quoted. Each
 quotation below must stand in its notebook's markdown, and, where the seed sources sit beside this checkout, in the
@@ -19,6 +19,22 @@ HOLO3 = "holo3-structured-outputs.txt"
 
 # notebook -> (source, the quotation as the notebook gives it)
 QUOTED: dict[str, list[tuple[str, str]]] = {
+    "01_hand_rolled_validator.ipynb": [
+        (NIM, "the grounding — the exact knowledge-base lines used"),
+    ],
+    "02_pydantic_step_union.ipynb": [
+        (NIM, "Why not Pydantic?"),
+        (NIM, "the ladder's parse + validate steps collapse into one Answer.model_validate_json(raw) inside a try. The "
+              "repair-once and deterministic-fallback steps stay: no validator, Pydantic included, can fix output that "
+              "never arrived."),
+        (LAYER2, "converts raw model output into typed intents"),
+        (LAYER2, "Require an explicit final-answer intent."),
+        (LAYER2, "a clear, detailed description of what the tool does, what it needs, and what will happen after it "
+                 "runs, both the wanted effects and the unwanted ones"),
+        (LAYER2, "Keep the output protocol simple."),
+        (HOLO3, "Do not use tools or tool_choice: the action arrives in content, not in tool_calls"),
+        (HOLO3, "The model was trained with both, so dropping either hurts reliability"),
+    ],
     "03_holo3_agent_loop.ipynb": [
         (HOLO3, "The model was trained with both, so dropping either hurts reliability."),
         (HOLO3, "Do not use tools or tool_choice: the action arrives in content, not in tool_calls."),

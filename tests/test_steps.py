@@ -7,9 +7,10 @@ from typing import Any
 
 import pytest
 from jsonschema import Draft202012Validator
+from pydantic import ValidationError
 
 from helpers.contract import ANSWER_JSON_SCHEMA, parse_json_object, validate_answer
-from helpers.pydantic_contract import Answer, answer_errors, model_errors
+from helpers.pydantic_contract import Answer, answer_errors, error_messages, model_errors
 from helpers.steps import (
     HAND_WRITTEN_STEP_SCHEMA,
     STEP_SCHEMA,
@@ -111,6 +112,23 @@ def test_answer_model_agrees_with_validate_answer(case_id):
 @pytest.mark.parametrize("data", [[1], None, "answered"])
 def test_answer_model_rejects_non_objects_in_the_same_words(data):
     assert answer_errors(data) == validate_answer(data)
+
+
+@pytest.mark.parametrize("case", [c for c in CORPUS if c["expect_parse"]], ids=lambda c: c["id"])
+def test_one_model_validate_json_words_its_errors_as_parse_then_validate(case):
+    """Notebook 02's move: on a reply that is JSON and nothing else, Answer.model_validate_json(raw) in a try finds
+    what parse_json_object then validate_answer find, in the same words; on any other text it says it is no JSON."""
+    try:
+        Answer.model_validate_json(case["reply"])
+        errors = []
+    except ValidationError as error:
+        errors = error_messages(error)
+    try:
+        json.loads(case["reply"])
+    except ValueError:
+        assert errors and all(e.startswith("Invalid JSON") for e in errors)
+    else:
+        assert sorted(errors) == sorted(validate_answer(parse_json_object(case["reply"])))
 
 
 @pytest.mark.parametrize("case_id", sorted(PARSED))

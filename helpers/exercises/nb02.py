@@ -1,29 +1,42 @@
 """Checks for notebook 02's exercises: a `wait` tool as a Pydantic model, and its JSON schema by hand."""
 from __future__ import annotations
 
-from typing import Any, ClassVar, Literal
+from typing import Annotated, Any, ClassVar, Literal
 
 from jsonschema import Draft202012Validator
 from jsonschema.exceptions import SchemaError
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, StrictInt, conint
 
 from helpers.exercises import Verdict
-from helpers.pydantic_contract import model_errors
+from helpers.pydantic_contract import CLOSED, model_errors
+from helpers.steps import IntentKind
 
 WAIT_GOOD = [{"tool_name": "wait", "seconds": 1}, {"tool_name": "wait", "seconds": 10}]
-WAIT_BAD = [{"tool_name": "wait", "seconds": 0}, {"tool_name": "wait", "seconds": 11},
-            {"tool_name": "wait", "seconds": "3"}, {"tool_name": "wait", "seconds": 2.5},
-            {"tool_name": "wait", "seconds": True}, {"tool_name": "wait"}, {"tool_name": "pause", "seconds": 3},
-            {"seconds": 3}, {"tool_name": "wait", "seconds": 3, "reason": "slow page"}]
+# Each call a valid tool must refuse, with what lets it through.
+WAIT_BAD = [
+    ({"tool_name": "wait", "seconds": 0}, "seconds from 1 to 10: the bounds"),
+    ({"tool_name": "wait", "seconds": 11}, "seconds from 1 to 10: the bounds"),
+    ({"tool_name": "wait", "seconds": "3"}, "a number in quotes is a string: no conversions (strict)"),
+    ({"tool_name": "wait", "seconds": 2.5}, "seconds is a whole number"),
+    ({"tool_name": "wait", "seconds": True}, "true is no number of seconds: no conversions (strict)"),
+    ({"tool_name": "wait", "seconds": None}, "seconds is a number, never null"),
+    ({"tool_name": "wait"}, "a wait says how long: seconds is required, with no default"),
+    ({"tool_name": "pause", "seconds": 3}, "the tool's name is exactly \"wait\""),
+    ({"tool_name": "Wait", "seconds": 3}, "the tool's name is exactly \"wait\", in lower case"),
+    ({"seconds": 3}, "a call names its tool: tool_name is required, with no default"),
+    ({"tool_name": "wait", "seconds": 3, "reason": "slow page"}, "a tool takes no other keys"),
+]
 
 
-def _first_wrong(accepts: Any) -> str | None:
-    """What the tool gets wrong, in words: a good call refused or a bad call accepted; None when it is right."""
+def _first_wrong(accepts: Any, errors: Any = None) -> str | None:
+    """What the tool gets wrong, in words: a good call refused (with `errors`' reason, where there is one) or a bad
+    call accepted, and why that one is bad; None when it is right."""
     refused = [good for good in WAIT_GOOD if not accepts(good)]
     if refused:
-        return f"it refuses {refused[0]}, a valid call"
-    accepted = [bad for bad in WAIT_BAD if accepts(bad)]
-    return f"it accepts {accepted[0]}, which is not a valid call" if accepted else None
+        reason = f" ({'; '.join(errors(refused[0]))})" if errors else ""
+        return f"it refuses {refused[0]}, a valid call{reason}"
+    accepted = [(bad, why) for bad, why in WAIT_BAD if accepts(bad)]
+    return f"it accepts {accepted[0][0]}, which is not a valid call: {accepted[0][1]}" if accepted else None
 
 
 def wait_model(answer: Any) -> Verdict:
@@ -37,13 +50,9 @@ def wait_model(answer: Any) -> Verdict:
     if getattr(answer, "intent", None) != "tool_request" or "intent" in answer.model_fields:
         return False, praise, ("like click and scroll, wait acts on the app: intent: ClassVar[IntentKind] = "
                                "\"tool_request\" (a ClassVar, so it is no field of the call).")
-    if model_errors(answer, {"seconds": 3}) == []:
-        return False, praise, ("it accepts {'seconds': 3}, a call that names no tool: give tool_name no default, "
-                               "as in ClickArgs, so the model must write it.")
-    wrong = _first_wrong(lambda call: model_errors(answer, call) == [])
+    wrong = _first_wrong(lambda call: model_errors(answer, call) == [], lambda call: model_errors(answer, call))
     if wrong:
-        return False, praise, (f"{wrong}. Keep model_config = CLOSED, and make seconds an int with "
-                               "Field(ge=..., le=..., description=...).")
+        return False, praise, f"{wrong}. Compare with ClickArgs: model_config = CLOSED, and Field's ge and le."
     return True, praise, ""
 
 
@@ -125,10 +134,97 @@ class _OptionalSecondsWait(_NoIntentWait):
     seconds: int = Field(default=3, ge=1, le=10, description="How long to wait, in seconds.")
 
 
+class _NotStrictWait(_OpenWait):
+    """Wait for the page to finish loading."""
+
+    model_config = ConfigDict(extra="forbid")  # "3" becomes 3, true becomes 1
+
+
+class _ExtraIgnoredWait(_OpenWait):
+    """Wait for the page to finish loading."""
+
+    model_config = ConfigDict(strict=True)  # an unknown key is dropped without a word
+
+
+class _ExclusiveBoundsWait(_NoIntentWait):
+    """Wait for the page to finish loading."""
+
+    intent: ClassVar[str] = "tool_request"
+    seconds: int = Field(gt=1, lt=10, description="How long to wait, in seconds.")  # 1 and 10 refused
+
+
+class _NullableWait(_NoIntentWait):
+    """Wait for the page to finish loading."""
+
+    intent: ClassVar[str] = "tool_request"
+    seconds: int | None = Field(ge=1, le=10, description="How long to wait, in seconds.")
+
+
+class _AnyNameWait(_NoIntentWait):
+    """Wait for the page to finish loading."""
+
+    intent: ClassVar[str] = "tool_request"
+    tool_name: str = Field(description="The tool: wait.")
+
+
+class _CapitalisedWait(_NoIntentWait):
+    """Wait for the page to finish loading."""
+
+    intent: ClassVar[str] = "tool_request"
+    tool_name: Literal["Wait"] = Field(description="The tool: wait.")
+
+
+class _NamedByDefaultWait(_NoIntentWait):
+    """Wait for the page to finish loading."""
+
+    intent: ClassVar[str] = "tool_request"
+    tool_name: Literal["wait"] = Field(default="wait", description="The tool: wait.")
+
+
+class _FinalAnswerWait(_NoIntentWait):
+    """Wait for the page to finish loading."""
+
+    intent: ClassVar[str] = "final_answer"  # waiting ends nothing
+
+
+class _AnnotatedWait(BaseModel):
+    """Wait up to ten seconds for a slow page; it clicks and types nothing."""
+
+    model_config = ConfigDict(extra="forbid", strict=True)
+    intent: ClassVar = "tool_request"
+    tool_name: Literal["wait"]
+    seconds: Annotated[int, Field(ge=1, le=10, description="Seconds to wait, 1 to 10.")]
+
+
+class _ExclusiveEquivalentWait(_NoIntentWait):
+    """Wait for the page to finish loading."""
+
+    intent: ClassVar[IntentKind] = "tool_request"
+    seconds: int = Field(..., gt=0, lt=11, description="How long to wait, in seconds.")
+
+
+class _StrictFieldWait(_NotStrictWait):
+    """Wait for the page to finish loading."""
+
+    seconds: StrictInt = Field(ge=1, le=10, description="How long to wait, in seconds.")  # strict where it matters
+
+
+class _ConstrainedWait(BaseModel):
+    """Wait for the page to finish loading."""
+
+    model_config = CLOSED
+    intent: ClassVar[IntentKind] = "tool_request"
+    tool_name: Literal["wait"] = Field(description="The tool: wait.")
+    seconds: conint(ge=1, le=10) = Field(description="How long to wait, in seconds.")  # noqa: F722 - pydantic's own
+
+
 _CALL = {"tool_name": {"const": "wait"}, "seconds": {"type": "integer", "minimum": 1, "maximum": 10}}
+# Other correct spellings a learner writes: each must pass.
+RIGHT = {"wait_model": [_AnnotatedWait, _ExclusiveEquivalentWait, _StrictFieldWait, _ConstrainedWait]}
 WRONG = {
     "wait_model": [_OpenWait, _UnboundedWait, _FromZeroWait, _FloatWait, _UndescribedWait, _NoIntentWait,
-                   _IntentAsFieldWait, _OptionalSecondsWait, _CALL],
+                   _IntentAsFieldWait, _OptionalSecondsWait, _NotStrictWait, _ExtraIgnoredWait, _ExclusiveBoundsWait,
+                   _NullableWait, _AnyNameWait, _CapitalisedWait, _NamedByDefaultWait, _FinalAnswerWait, _CALL],
     "wait_schema": [
         {"type": "object", "properties": _CALL, "required": ["tool_name", "seconds"]},  # extra keys pass
         {"type": "object", "properties": _CALL, "additionalProperties": False},  # nothing required

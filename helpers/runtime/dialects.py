@@ -3,7 +3,8 @@
 Clients call `request_fields` to build the extra keyword arguments of
 `client.chat.completions.create`; the embedded server calls `constraint_from_body`
 to read them back. Keeping both directions here means a spelling can only be
-wrong in one place, and a round-trip test catches it.
+wrong in one place, and a round-trip test catches it. `as_received` shows a
+request's fields the way a server reads them, for a reader to see.
 
 Reading is strict: a key this module does not know inside `nvext`,
 `structured_outputs` or `response_format` is a `DialectError`, never ignored,
@@ -211,3 +212,25 @@ def constraint_from_body(body: dict) -> Constraint | None:
         raise DialectError(f"conflicting guided-decoding fields: {fields}; send exactly one",
                            found[1].field, "conflicting_constraints")
     return found[0] if found else None
+
+
+SCHEMA_PLACEHOLDER = "SCHEMA"
+
+
+def as_received(fields: dict[str, Any]) -> tuple[Any, dict[str, Any]]:
+    """What a server reads from a request's guided-decoding `fields` (those `request_fields` builds), and the wrapper
+    around it: the constraint's value as `constraint_from_body` reads it (for `response_format`, the schema in
+    OpenAI's strict rewrite), and `fields` with that value shown as "SCHEMA"; None and `fields` when it asks for none.
+
+    `extra_body`'s keys travel as top-level fields of the request body, so the server reads them there."""
+    body = {**fields.get("extra_body", {}), **{key: value for key, value in fields.items() if key != "extra_body"}}
+    constraint = constraint_from_body(body)
+    if constraint is None:
+        return None, fields
+
+    def wrap(node: Any) -> Any:
+        if node is constraint.value:
+            return SCHEMA_PLACEHOLDER
+        return {key: wrap(value) for key, value in node.items()} if isinstance(node, dict) else node
+
+    return constraint.value, wrap(fields)
