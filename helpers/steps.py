@@ -272,3 +272,23 @@ def dispatch(step: Step, handlers: Mapping[str, Callable[..., str]]) -> str:
 def load_example_steps(path: Path = DATA / "example_steps.jsonl") -> list[dict[str, Any]]:
     """The example steps, each {"id", "step", "valid", "why"}: valid and broken, for the notebook and the tests."""
     return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+
+
+# H Company's example step, word for word from their "Structured outputs" page: notebook 02 shows it to the model.
+DOCS_EXAMPLE = {"note": "Submit succeeded; receipt URL is /orders/8421.",
+                "thought": "Recording the receipt URL before navigating away.",
+                "tool_call": {"tool_name": "click", "element": "Continue button at the bottom right",
+                              "x": 932, "y": 880}}
+# Notebook 02's one screen: (kind, name, x, y) of each element, on the 0-1000 grid.
+LIBRARY_SCREEN = (("link", "Opening hours", 150, 300), ("link", "Study rooms", 150, 360),
+                  ("textbox", "Search", 800, 60))
+
+
+def one_step_prompt(task: str, elements: tuple[tuple[str, str, int, int], ...]) -> tuple[str, str]:
+    """The system prompt (the tool list and the documentation's example step) and the user message (the task, then
+    the screen, one line per element) of notebook 02's single step."""
+    system = ("You are a web agent. Each turn, reply with one step: a note (or null), a thought, and one tool_call.\n"
+              f"Tools:\n{render_tool_list()}\n\nExample step:\n{json.dumps(DOCS_EXAMPLE)}")
+    screen = [f"[{kind}] {name} (x={x}, y={y})" for kind, name, x, y in elements]
+    return system, "\n".join([f"Task: {task}", "<observation>", "Northfield Institute - Library", *screen,
+                              "</observation>"])

@@ -1,3 +1,4 @@
+import importlib
 import json
 import os
 import sys
@@ -463,3 +464,45 @@ def test_in_a_notebook_a_refused_guided_request_ends_in_its_explanation(tmp_path
     assert error.evalue == ("Error code: 500 - the openai backend refused a guided request in the response_format "
                             "dialect: Input should be 'text' or 'json_object'\n"
                             + client._fix("response_format", None))
+
+
+# --- a rate limit, waited out where the room sees it -----------------------------------------------------------------
+
+def limited_then_answering(limits: list[dict[str, str]]):
+    """A transport whose server answers 429 with each of `limits`' headers in turn, then a chat completion."""
+    # the httpx the openai client is built on (`httpx2` since openai 3), as the client module says
+    httpx = importlib.import_module(openai.DefaultHttpxClient.__mro__[1].__module__.split(".")[0])
+
+    answered = []
+
+    def handle(request):
+        answered.append(request.url.path)
+        if len(answered) <= len(limits):
+            return httpx.Response(429, headers=limits[len(answered) - 1], json={"error": {"message": "slow down"}})
+        return httpx.Response(200, json={"id": "c", "object": "chat.completion", "created": 0, "model": "m",
+                                         "choices": [{"index": 0, "finish_reason": "stop",
+                                                      "message": {"role": "assistant", "content": "hi"}}]})
+    return httpx.MockTransport(handle), answered
+
+
+def test_a_rate_limit_is_waited_out_and_said_then_the_cell_goes_on(capsys):
+    transport, answered = limited_then_answering([{"retry-after": "7"}, {}, {"retry-after": "0"}])
+    waits = []
+    http = client.ExplainingHttpClient("nvidia", sleep=waits.append, transport=transport)
+    reply = openai.OpenAI(base_url="http://x/v1", api_key="k", http_client=http, max_retries=0).chat.completions.create(
+        model="m", messages=[{"role": "user", "content": "hi"}])
+    assert reply.choices[0].message.content == "hi" and len(answered) == 4
+    assert waits == [7, client.RATE_LIMIT_WAITS[1], 1.0]  # the server's Retry-After, else longer each time; never 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines == [f"nvidia: the server is busy or rate-limiting (HTTP 429): waiting {w:.0f} s, then asking again"
+                     for w in waits]
+
+
+def test_past_its_patience_a_rate_limit_is_the_openai_clients_error():
+    transport, answered = limited_then_answering([{"retry-after": "100"}] * 10)
+    waits = []
+    http = client.ExplainingHttpClient("nvidia", sleep=waits.append, transport=transport)
+    with pytest.raises(openai.RateLimitError):
+        openai.OpenAI(base_url="http://x/v1", api_key="k", http_client=http, max_retries=0).chat.completions.create(
+            model="m", messages=[{"role": "user", "content": "hi"}])
+    assert sum(waits) == client.RATE_LIMIT_PATIENCE and max(waits) == client.LONGEST_WAIT

@@ -23,7 +23,7 @@ MODEL_CALL = r"completions\.create\(|ModelPolicy\(|model_repair\(|\bask\(conn"
 
 # notebook -> (the arc step it shows, a pattern of the core code that shows it)
 ARC: dict[str, list[tuple[str, str]]] = {
-    "00": [("a prompt-only call to the model", r"prompt_only\(\)"),
+    "00": [("a prompt-only call to the model", r"completions\.create\((?:(?!guided)[^\n])*\)\n"),
            ("the same call guided by a schema", r"completions\.create\([^#]*guided\("),
            ("the probe of which dialects the server enforces", r"\bprobe\(")],
     "01": [("a real prompt-only reply of the model", MODEL_CALL),
@@ -59,8 +59,8 @@ ARC: dict[str, list[tuple[str, str]]] = {
            ("two phases, live", r'"two_phase".*run_grid\('),
            ("inside the mask, on the model", r"mask_trace\(conn")],
     "06": [("governed episodes of the model, live, over several seeds",
-            r"for seed in range\([^#]*run_episode\([^#]*ModelPolicy\([^#]*governed|"
-            r"run_episode\([^#]*ModelPolicy\([^#]*governed[^#]*for seed in range\("),
+            r"for seed in (?:progress\()?range\([^#]*run_episode\([^#]*ModelPolicy\([^#]*governed|"
+            r"run_episode\([^#]*ModelPolicy\([^#]*governed[^#]*for seed in (?:progress\()?range\("),
            ("the model's proposals beside what the user and the harness made of them", r"\bproposals\("),
            ("the learner's replies through the harness, the learner's user asked", r"\bplay\([^#]*CarefulUser"),
            ("the ledger", r"ledger|side_effects"),

@@ -143,7 +143,7 @@ def test_notebook_00_runs_to_the_end(llama_cpp_server, tmp_path):
     assert "backend: nvidia" in printed and "dialect: json_object_schema" in printed
     assert "why:     probed in order: nvext ignored, response_format rejected" in printed
     assert "| json_object_schema | enforced |" in printed and "| response_format | rejected |" in printed
-    # The core's forced-tokens line and going further's field list each say why there are none.
+    # Going further's forced-tokens line and field list each say why there are none.
     assert "tokens the grammar forced: not reported" in printed
     assert "none (only the embedded server reports them)" in printed
     assert printed.count("❌ Not yet") == 2 and printed.count("✅ Solved") == 2

@@ -3,6 +3,7 @@
 The setup cell and the badges are written by `python -m helpers.maintainers.publish` from the one published address;
 when these tests fail after an edit of the template or the address, run it.
 """
+import ast
 import json
 import re
 from pathlib import Path
@@ -114,3 +115,47 @@ def test_the_kernel_is_named_as_jupyterlab_names_it(path):
 
     kernelspec = json.loads(path.read_text())["metadata"]["kernelspec"]
     assert kernelspec == {**kernelspec, "name": "python3", "display_name": get_kernel_dict()["display_name"]}
+
+
+MUTATORS = {"append", "extend", "insert", "add", "update", "setdefault"}
+
+
+def outside_definitions(tree: ast.AST):
+    """Every node of a cell that runs when the cell runs: not inside a function, lambda or class body."""
+    for node in ast.iter_child_nodes(tree):
+        if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
+            yield node
+            yield from outside_definitions(node)
+
+
+def grows_another_cells_name(code: str) -> list[str]:
+    """Lines where a cell adds to a collection it did not make itself: run twice, it records twice."""
+    tree = ast.parse("\n".join(line[: len(line) - len(line.lstrip())] + "pass" if line.lstrip().startswith(("!", "%"))
+                               else line for line in code.splitlines()))
+    grown_in_place = {id(n.target) for n in ast.walk(tree) if isinstance(n, ast.AugAssign)}
+    made = {n.id for n in ast.walk(tree)
+            if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store) and id(n) not in grown_in_place}
+    grown = []
+    for node in outside_definitions(tree):
+        target = None
+        if isinstance(node, ast.AugAssign) and isinstance(node.target, ast.Name):
+            target = node.target.id
+        elif (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in MUTATORS
+              and isinstance(node.func.value, ast.Name)):
+            target = node.func.value.id
+        if target and target not in made:
+            grown.append(ast.unparse(node))
+    return grown
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
+def test_running_a_cell_again_records_nothing_twice(path):
+    grown = [line for c in cells(path) if c["cell_type"] == "code" for line in grows_another_cells_name(source(c))]
+    assert not grown, "build the collection in the cell that fills it, so a second run starts afresh"
+
+
+def test_a_cell_that_grows_another_cells_list_is_found():
+    assert grows_another_cells_name("messages.append(step)") == ["messages.append(step)"]
+    assert grows_another_cells_name("for s in steps:\n    ledger += [s]") == ["ledger += [s]"]
+    assert grows_another_cells_name("messages = []\nmessages.append(step)") == []
+    assert grows_another_cells_name("def f(m):\n    m.append(1)") == []

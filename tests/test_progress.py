@@ -1,7 +1,7 @@
 """Text progress: every item passes through in order, a line about every tenth, a final count, no carriage returns."""
 import re
 
-from helpers.runtime.progress import progress
+from helpers.runtime.progress import progress, said_by_progress, waiting
 
 SECONDS = r"\d+\.\d s"
 
@@ -41,3 +41,18 @@ def test_total_and_every_can_be_given_as_with_tqdm(capsys):
 def test_an_empty_run_still_says_it_finished(capsys):
     assert list(progress([], desc="nothing")) == []
     assert re.fullmatch(rf"nothing: 0/0 done in {SECONDS}", lines(capsys)[0])
+
+
+def test_waiting_says_what_the_room_waits_for_on_one_line(capsys):
+    waiting("the model: 4 steps")
+    assert capsys.readouterr().out == "waiting for the model: 4 steps ...\n"
+
+
+def test_every_line_this_module_prints_is_recognised_and_no_other(capsys):
+    list(progress(range(3), desc="governed runs"))
+    list(progress(iter(range(12))))
+    waiting("the model: 4 steps")
+    lines = capsys.readouterr().out.splitlines()
+    assert len(lines) == 6 and all(said_by_progress(line) for line in lines)
+    assert not any(said_by_progress(line) for line in ("valid steps: [True] | success: False", "token 3: 12 of 31",
+                                                      "seed 2: 1 x Pencil set, $11.95", "waiting for nothing"))

@@ -162,13 +162,19 @@ HEDGE = re.compile(r"\?|\b(?:may|might|can|could|often|usually|rarely|sometimes|
                    r"watch|check|compare|see|try|likely|perhaps)\b", re.IGNORECASE)
 
 
+def joined(markdown: str) -> str:
+    """Markdown's wrapped lines joined, as a reader reads them: a sentence ends at its stop, not at a line break;
+    a blank line, a list item, a table row or a heading still starts anew."""
+    return re.sub(r"\n(?![\n\-*|#>]|\d+\. )", " ", markdown)
+
+
 def run_claims(cells: list[dict]) -> dict[int, list[str]]:
     """Markdown cell index -> its sentences that state a run's result as a fact, unhedged."""
     found = {}
     for index, cell in enumerate(cells):
         if cell["cell_type"] != "markdown":
             continue
-        claims = [sentence.strip() for sentence in SENTENCE.findall(prose(cell))
+        claims = [sentence.strip() for sentence in SENTENCE.findall(joined(prose(cell)))
                   if RUN_CLAIM.search(sentence) and not HEDGE.search(sentence)]
         if claims:
             found[index] = claims

@@ -14,6 +14,7 @@ from test_assistant import completion  # pytest puts tests/ on the path
 from helpers.ladder import ANSWER_CONTRACT, model_repair, repair_messages
 from helpers.runtime.profiles import PROFILES
 from helpers.runtime.paths import ROOT
+from helpers.steps import DOCS_EXAMPLE
 
 # The source's repair request (its code, as part 9 prints it).
 REPAIR_SYSTEM = "/no_think\n\nYou fix malformed JSON. Return ONLY a valid JSON object."
@@ -73,6 +74,7 @@ def test_the_fallback_is_the_nim_workshops_word_for_word():
 
 def test_the_holo3_example_is_quoted_verbatim():
     assert HOLO3_EXAMPLE in reader_text()["02_pydantic_step_union.ipynb"]
+    assert json.dumps(DOCS_EXAMPLE) == HOLO3_EXAMPLE  # the step notebook 02 puts in the model's prompt
 
 
 @pytest.mark.parametrize("name,text", sorted(reader_text().items()))

@@ -33,3 +33,11 @@ def test_a_picture_a_table_and_text_each_become_slide_matter():
     assert blocks[0].startswith("```\na\n") and blocks[0].endswith("a\n...\n```")
     assert blocks[1] == "| a |\n|---|\n| 1 |" and blocks[2] == "![05-9](slides/05-9-2.png)"
     assert list(pictures) == ["05-9-2.png"]
+
+
+def test_every_slide_tag_is_one_nbformat_accepts():
+    """nbformat refuses a tag with a comma (its schema: ^[^,]+$), and nbconvert then executes nothing."""
+    for path in sorted(slides.NOTEBOOKS.glob("[0-9][0-9]_*.ipynb")):
+        cells = json.loads(path.read_text(encoding="utf-8"))["cells"]
+        tags = [tag for cell in cells for tag in cell.get("metadata", {}).get("tags", [])]
+        assert not [t for t in tags if "," in t], path.name

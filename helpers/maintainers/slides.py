@@ -1,4 +1,4 @@
-"""The instructor's slides, made from the notebooks: `python -m helpers.maintainers.slides` writes docs/slides.md.
+"""The instructor's slides, made from the notebooks: `./workshop run helpers.maintainers.slides` writes docs/slides.md.
 
 One title slide with the arc, then per notebook a slide of what it teaches (its title and its "You will be able
 to" list) and one for each output the room will see, taken from the committed, executed notebook: each code cell
@@ -21,6 +21,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from helpers.runtime.paths import ROOT
+from helpers.runtime.progress import said_by_progress
 
 NOTEBOOKS = ROOT / "notebooks"
 SLIDES = ROOT / "docs" / "slides.md"
@@ -35,7 +36,7 @@ def source(cell: dict) -> str:
 
 
 def title_slide() -> str:
-    return ("<!-- Made by `python -m helpers.maintainers.slides` from the executed notebooks: do not edit, run it "
+    return ("<!-- Made by `./workshop run helpers.maintainers.slides` from the executed notebooks: do not edit, run it "
             "again. What to say over each slide: docs/facilitator.md. -->\n\n# Structured outputs for LLM agents\n\n"
             "The model proposes; the harness disposes.\n\n![The arc of the workshop: the repair ladder, then the "
             "harness](arc.png)")
@@ -61,7 +62,9 @@ def output_blocks(cell: dict, stem: str, pictures: dict[str, bytes]) -> list[str
         elif "text/markdown" in data:
             blocks.append("".join(data["text/markdown"]).strip())
         elif output.get("output_type") == "stream" and output.get("name") == "stdout":
-            lines = "".join(output["text"]).rstrip().splitlines()
+            lines = [line for line in "".join(output["text"]).rstrip().splitlines() if not said_by_progress(line)]
+            if not lines:
+                continue
             cut = ["..."] if len(lines) > LONGEST_TEXT else []
             blocks.append("```\n" + "\n".join([*lines[:LONGEST_TEXT], *cut]) + "\n```")
     return blocks

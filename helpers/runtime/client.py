@@ -12,12 +12,19 @@ hook or transport (the openai client takes any as a lost connection: it retries,
 `APIConnectionError`); not a `transport=` of its own (`httpx` then ignores the proxy the environment sets, and the
 NVIDIA or H Company API behind one could not be reached). The error being the client's own, a notebook shows its
 traceback through the client, the explanation last. Plain requests' errors are left as the client raises them.
+
+A rate limit (HTTP 429) is waited out where the room can see it: `send` says so in one line, waits what the server's
+`Retry-After` asks (or longer each time, up to a minute), and asks again, for up to RATE_LIMIT_PATIENCE seconds in
+all; a room of thirty on one provider's limits then slows down instead of failing. Past that, the 429 goes to the
+openai client, which retries and raises `openai.RateLimitError` as it would have.
 """
 from __future__ import annotations
 
 import functools
 import json
-from collections.abc import Sequence
+import sys
+import time
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import openai
@@ -27,6 +34,9 @@ from helpers.runtime.probes import PROBE_ORDER, enforced_at
 from helpers.runtime.quoting import SERVER_WORDS, body_of, server_message
 
 EMBEDDED_RETRIES = 6
+RATE_LIMIT_PATIENCE = 180  # seconds a request waits out 429s in all before the openai client's own retries
+RATE_LIMIT_WAITS = (5, 10, 20, 40, 60)  # seconds, when the server does not say; the last one repeats
+LONGEST_WAIT = 60  # a Retry-After beyond it is waited in steps of this, each said
 CHAT_PATH = "chat/completions"  # below the base URL, where the openai client asks for a chat completion
 # What describes a body rather than the answer: an explained body has its own.
 BODY_HEADERS = {"content-length", "content-type", "content-encoding", "transfer-encoding"}
@@ -98,15 +108,16 @@ class ExplainingHttpClient(openai.DefaultHttpxClient):
     responses are typed Any: they are the `httpx` objects of whichever `httpx` the openai client uses (`httpx2` since
     openai 3), used only through what both offer."""
 
-    def __init__(self, backend: str, enforced: Sequence[str] | None = None, **options: Any) -> None:
-        """`enforced`: what the server enforces without a probe (the embedded server: every dialect); `options` go
-        to the `httpx` client."""
+    def __init__(self, backend: str, enforced: Sequence[str] | None = None, *,
+                 sleep: Callable[[float], None] = time.sleep, **options: Any) -> None:
+        """`enforced`: what the server enforces without a probe (the embedded server: every dialect); `sleep`: how
+        a rate limit is waited out (a test's clock); `options` go to the `httpx` client."""
         super().__init__(**options)
-        self.backend, self.enforced = backend, enforced
+        self.backend, self.enforced, self.sleep = backend, enforced, sleep
 
     def send(self, request: Any, **options: Any) -> Any:
         # Every request passes here: the client's `request` and `stream` call it, and so does the openai client.
-        response = super().send(request, **options)
+        response = self._patient(request, super().send(request, **options), options)
         # Only a JSON body asks for guided decoding (a file upload is multipart, and not read into memory).
         if not response.is_error or "json" not in request.headers.get("content-type", ""):
             return response
@@ -115,6 +126,24 @@ class ExplainingHttpClient(openai.DefaultHttpxClient):
             return response
         response.read()
         return self._explained(response, dialect)
+
+    def _patient(self, request: Any, response: Any, options: dict[str, Any]) -> Any:
+        """`response`, or, while it is a 429 and patience lasts, the answer to the same request asked again after the
+        wait the server asks for, each wait said on one line."""
+        waited, attempt = 0.0, 0
+        while response.status_code == 429 and waited < RATE_LIMIT_PATIENCE:
+            attempt += 1
+            asked = retry_after(response)
+            wait = min(asked if asked is not None else RATE_LIMIT_WAITS[min(attempt, len(RATE_LIMIT_WAITS)) - 1],
+                       LONGEST_WAIT, RATE_LIMIT_PATIENCE - waited)
+            wait = max(wait, 1.0)  # a Retry-After of 0 must not spin: patience runs out in seconds, not requests
+            print(f"{self.backend}: the server is busy or rate-limiting (HTTP 429): waiting {wait:.0f} s, then asking "
+                  "again", file=sys.stdout, flush=True)
+            response.close()
+            self.sleep(wait)
+            waited += wait
+            response = super().send(request, **options)
+        return response
 
     def _explained(self, response: Any, dialect: str) -> Any:
         """`response` with its error message saying which backend refused which dialect, in the server's words (the
@@ -138,6 +167,14 @@ class ExplainingHttpClient(openai.DefaultHttpxClient):
         return explained
 
 
+def retry_after(response: Any) -> float | None:
+    """The seconds a response's `Retry-After` header asks for (None: it asks for none, or gives a date)."""
+    try:
+        return max(0.0, float(response.headers.get("retry-after", "")))
+    except ValueError:
+        return None
+
+
 def backend_client(backend: str, base_url: str, key: str) -> openai.OpenAI:
     """The official client for `backend` at `base_url`, with the client's own defaults (the environment's proxy too)."""
     return openai.OpenAI(base_url=base_url, api_key=key, http_client=ExplainingHttpClient(backend))
@@ -146,7 +183,7 @@ def backend_client(backend: str, base_url: str, key: str) -> openai.OpenAI:
 def embedded_client(base_url: str, key: str) -> openai.OpenAI:
     """An OpenAI client for the embedded server at `base_url`, which asks for `key`."""
     # Loopback must not go through a proxy configured for the internet. One model serves requests in
-    # turn, so a queued request may wait a while; a full queue answers 429 with Retry-After, which the
-    # client honours a bounded number of times (the server marks every other error as not worth retrying).
+    # turn, so a queued request may wait a while; a full queue answers 429 with Retry-After, which `send`
+    # waits out, saying so (the server marks every other error as not worth retrying).
     return openai.OpenAI(base_url=base_url, api_key=key, max_retries=EMBEDDED_RETRIES, timeout=600,
                          http_client=ExplainingHttpClient("embedded", PROBE_ORDER, trust_env=False))

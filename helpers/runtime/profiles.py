@@ -53,7 +53,7 @@ PROFILES: dict[str, Profile] = {
                       "NVIDIA_API_KEY", frozenset({"nvext", "prompt_only"}),
                       NOT_PROBED,
                       images_reason="meta/llama-3.1-8b-instruct reads text only (another model: set WORKSHOP_IMAGES)"),
-    "hcompany": Profile("hcompany", "https://api.hcompany.ai/v1/", "holo3-122b-a10b", "structured_outputs",
+    "hcompany": Profile("hcompany", "https://api.hcompany.ai/v1/", "holo3-1-35b-a3b", "structured_outputs",
                         "HAI_API_KEY", frozenset({"structured_outputs", "prompt_only"}),
                         NOT_PROBED,
                         sees_images=True, images_reason="Holo3 takes screenshots"),

@@ -12,6 +12,7 @@ like tqdm is expected, e.g. `helpers.compare.run_grid(..., progress=progress)`.
 from __future__ import annotations
 
 import math
+import re
 import sys
 import time
 from collections.abc import Iterable, Iterator
@@ -20,6 +21,8 @@ from typing import TextIO, TypeVar
 T = TypeVar("T")
 LINES = 10  # about one line per tenth of the way: enough to see it move, few enough to read
 UNSIZED_EVERY = 10  # without a total there are no tenths; a line every this many items
+# The lines this module prints, as `said_by_progress` recognises them (slides leave them out: they are about waiting).
+PROGRESS_LINE = re.compile(r"^(?:.*: )?\d+(?:/\d+)?(?:, \d+\.\d s| done in \d+\.\d s)$|^waiting for .* \.\.\.$")
 
 
 def progress(iterable: Iterable[T], desc: str = "", total: int | None = None, every: int | None = None,
@@ -40,3 +43,13 @@ def progress(iterable: Iterable[T], desc: str = "", total: int | None = None, ev
                   flush=True)
     print(f"{label}{done}{of_total} done in {time.perf_counter() - started:.1f} s", file=file or sys.stdout,
           flush=True)
+
+
+def waiting(what: str, file: TextIO | None = None) -> None:
+    """Say, before a call that keeps the room waiting, what it waits for: a silent cell reads as a stuck one."""
+    print(f"waiting for {what} ...", file=file or sys.stdout, flush=True)
+
+
+def said_by_progress(line: str) -> bool:
+    """Whether `line` is one of this module's lines: how far a run got, or what it waits for."""
+    return bool(PROGRESS_LINE.match(line))
