@@ -57,6 +57,7 @@ def test_the_embedded_server_serves_the_rooms_file_and_says_which(monkeypatch, t
     try:
         conn = connect()
         assert conn.model == "room-model" and "model:   room-model" in conn.describe()
+        assert "images:  text only - the embedded server refuses images (room-model is served" in conn.describe()
         reply = conn.client.chat.completions.create(model=conn.model, max_tokens=4,
                                                     messages=[{"role": "user", "content": "Hi"}])
         assert reply.model == "room-model" and reply.choices[0].message.content is not None

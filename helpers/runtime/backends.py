@@ -153,12 +153,15 @@ def connect(backend: str | None = None, *, model: str | None = None, dialect: st
     """
     profile = resolve_profile(backend, model, dialect)
     if profile.name == "embedded":
-        from helpers.runtime.embedded import ServerError, ensure_server
+        from helpers.runtime.embedded import MODEL_ID, ServerError, ensure_server
         try:
             server = ensure_server()
         except ServerError as exc:
             raise BackendError(str(exc)) from None
         profile = replace(profile, base_url=server.url, model=model or setting("WORKSHOP_MODEL") or server.model)
+        if server.model != MODEL_ID:  # a room's own model (WORKSHOP_MODEL_FILE), served as text like the bundled one
+            profile = replace(profile, images_reason=f"the embedded server refuses images ({server.model} is served "
+                                                     "as a text model)")
         client = embedded_client(server.url, server.key)
     else:
         client = backend_client(profile.name, profile.base_url, _api_key(profile))
