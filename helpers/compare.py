@@ -233,7 +233,11 @@ def run_trial(conn, mode: str, case: Case, seed: int, max_tokens: int) -> Trial:
 def skip_reason(profile, mode: str) -> str | None:
     dialect = MODE_DIALECT.get(mode)
     if dialect and dialect not in profile.dialects_spoken:
-        verdict = dict(profile.probe_verdicts).get(dialect)
+        verdicts = dict(profile.probe_verdicts)
+        if verdicts and dialect not in verdicts:
+            return f"the {profile.name} backend was not asked about {dialect} (the probe asked about " \
+                   f"{', '.join(verdicts)} only)"
+        verdict = verdicts.get(dialect)
         return f"the {profile.name} backend does not speak {dialect}" + (f" (probe: {verdict})" if verdict else "")
     if mode not in ("prompt_only", "prompt_only+ladder") and profile.dialect == "prompt_only":
         return "the active dialect is prompt_only: no guided decoding"
@@ -337,7 +341,7 @@ def plot_results(results: list[ModeResult], title_suffix: str = ""):
 
 
 def main(argv: list[str] | None = None) -> None:
-    from helpers.runtime.backends import connect
+    from helpers.runtime.backends import connect, probe_the_rest
     from helpers.runtime.settings import BackendError
 
     parser = argparse.ArgumentParser(prog="python -m helpers.compare", description=__doc__.splitlines()[0])
@@ -349,6 +353,7 @@ def main(argv: list[str] | None = None) -> None:
     args = parser.parse_args(argv)
     try:
         conn = connect()
+        probe_the_rest(conn)
     except BackendError as exc:
         sys.exit(f"error: {exc}")
     print(conn.describe(), flush=True)

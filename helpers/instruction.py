@@ -36,7 +36,7 @@ STOPWORDS = frozenset("a an and are as at by cost costs for from in is it of on 
 
 
 def credentials(instruction: str) -> dict[str, str]:
-    """Each credential the instruction gives, mapped to the box it is meant for: {'lovelace42': 'Password'}."""
+    """Each credential the instruction gives, mapped to the box it is meant for: {'s3cret-example': 'Password'}."""
     found = {}
     for kind, *values in CREDENTIAL.findall(instruction):
         found[next(v for v in values if v)] = "Password" if kind.lower() == "password" else "Username"

@@ -62,6 +62,9 @@ def test_modes_a_backend_cannot_speak_are_skipped_with_the_reason(monkeypatch):
     probed = replace(resolve_profile("embedded"), name="openai", dialects_spoken=frozenset({"json_object_schema"}),
                      probe_verdicts=(("nvext", "ignored"), ("json_object_schema", "enforced")))
     assert skip_reason(probed, "guided_nvext") == "the openai backend does not speak nvext (probe: ignored)"
+    stopped_early = replace(probed, probe_verdicts=(("json_object_schema", "enforced"),))
+    assert skip_reason(stopped_early, "guided_nvext") == \
+        "the openai backend was not asked about nvext (the probe asked about json_object_schema only)"
 
 
 def test_two_phases_first_token_of_the_object_waits_for_the_whole_first_turn(monkeypatch):
@@ -138,7 +141,8 @@ def test_a_failing_mode_is_recorded_with_its_reason_and_the_grid_goes_on(monkeyp
     for mode in ("prompt_only", "prompt_only+ladder"):  # the fake's canned reply is JSON of the wrong shape
         assert by_mode[mode].failed is None and len(by_mode[mode].trials) == 2
         assert by_mode[mode].metrics()["valid_rate"] == 0
-    assert by_mode["guided_nvext"].skipped == "the openai backend does not speak nvext"
+    assert by_mode["guided_nvext"].skipped == "the openai backend was not asked about nvext (the probe asked " \
+                                              "about response_format only)"
     text = table(results)
     assert f"| guided_backend | failed: {reason} |" in text and "| prompt_only | 0% | 0% |" in text
     saved = {m["mode"]: m for m in load_results(tmp_path / "r.json")["modes"]}

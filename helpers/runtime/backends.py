@@ -130,6 +130,17 @@ def _probed_profile(profile: Profile, result: ProbeResult) -> Profile:
                    dialect_reason=f"probed in order: {seen}", probe_verdicts=verdicts)
 
 
+def probe_the_rest(connection: Connection) -> None:
+    """Ask about every dialect `connect()` did not reach. It stops at the first enforced one, to spare a rate-limited
+    key; a benchmark that compares the spellings needs a verdict for each one it measures or skips."""
+    profile = connection.profile
+    if profile.name == "embedded":
+        return
+    result = probe(connection, show=False, order=probe_order(profile))
+    connection.profile = replace(profile, probe_verdicts=tuple((c.dialect, c.verdict) for c in result.checks),
+                                 dialects_spoken=profile.dialects_spoken | set(result.enforced))
+
+
 def _first_model(client: Any, profile: Profile) -> str:
     try:
         models = client.models.list().data

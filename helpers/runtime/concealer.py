@@ -2,9 +2,9 @@
 
 It sits in the runtime, below everything that shows text (a model's reply, the world's pages, the widgets), and
 knows only what it is told: the simulated store registers its account password when an app gets it, and notebook
-06 the password the user confirmed in a goal. Nothing here reads an instruction's wording:
-"passcode lovelace59", "pw lovelace59" and "the password of lovelace59" hide the same password, because the store
-knows it whatever the phrasing.
+06 the password the user confirmed in a goal. Nothing here reads an instruction's wording: "passcode s3cret-example",
+"pw s3cret-example" and "the password of s3cret-example" hide the same password, because the store knows it
+whatever the phrasing.
 
 `conceal` replaces every known password, in any case and in the spellings a record writes it (as is, inside a JSON
 string, in a URL), by one fixed mark: no letter and no length. What a reader sees (a repr, a trace, an episode's
