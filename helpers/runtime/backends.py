@@ -114,7 +114,7 @@ def probe_order(profile: Profile) -> tuple[str, ...]:
 def _probed_profile(profile: Profile, result: ProbeResult) -> Profile:
     """The profile with the dialect the probe found enforced (the first of `probe_order`), else prompt_only; a
     dialect set by hand is kept, enforced or not (`Connection.describe` then says it is not)."""
-    verdicts = tuple((c.dialect, c.verdict) for c in result.checks)
+    verdicts = result.verdicts
     seen = ", ".join(f"{d} {v}" for d, v in verdicts)
     if dialect_by_setting(profile) or profile.dialect_reason == PASSED:
         return replace(profile, probe_verdicts=verdicts)
@@ -137,7 +137,7 @@ def probe_the_rest(connection: Connection) -> None:
     if profile.name == "embedded":
         return
     result = probe(connection, show=False, order=probe_order(profile))
-    connection.profile = replace(profile, probe_verdicts=tuple((c.dialect, c.verdict) for c in result.checks),
+    connection.profile = replace(profile, probe_verdicts=result.verdicts,
                                  dialects_spoken=profile.dialects_spoken | set(result.enforced))
 
 

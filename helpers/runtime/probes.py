@@ -71,6 +71,11 @@ class ProbeResult:
     def enforced(self) -> list[str]:
         return [c.dialect for c in self.checks if c.verdict == "enforced"]
 
+    @property
+    def verdicts(self) -> tuple[tuple[str, str], ...]:
+        """(dialect, verdict) for each dialect asked, in order: what a profile keeps of the probe."""
+        return tuple((c.dialect, c.verdict) for c in self.checks)
+
     def check(self, dialect: str) -> DialectCheck | None:
         return next((c for c in self.checks if c.dialect == dialect), None)
 
